@@ -1,0 +1,486 @@
+package overlay
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// CommitOptions choose what a commit applies and how.
+type CommitOptions struct {
+	// Keys limits the commit to these paths and what is below them (nil:
+	// the whole draft). Renames come with their sources, paths with the
+	// new directories they need.
+	Keys []string
+	// Force applies conflicting paths anyway: the draft wins.
+	Force bool
+	// DryRun reports what would happen and changes nothing.
+	DryRun bool
+	Source Source
+	// Progress, when set, is called as ops complete.
+	Progress func(done, total int)
+}
+
+// CommitResult says what a commit did, or would do, or why it did not.
+type CommitResult struct {
+	ID        uint64        `json:"id,omitempty"`
+	DryRun    bool          `json:"dryRun,omitempty"`
+	Applied   []StatusEntry `json:"applied"`
+	Merged    []string      `json:"merged,omitempty"`
+	Conflicts []Conflict    `json:"conflicts,omitempty"`
+}
+
+// Commit applies the draft (or opts.Keys) to disk. Conflicting changes
+// that merge cleanly are merged; any other conflict refuses the whole
+// commit (ErrConflict, nothing written) unless opts.Force. What the
+// commit overwrites or removes is kept for [Draft.Undo].
+func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	d.mu.Lock()
+	chosen := d.chooseLocked(opts.Keys, true)
+	res := &CommitResult{DryRun: opts.DryRun, Applied: []StatusEntry{}}
+	status, err := d.statusOf(chosen)
+	if err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	res.Applied = status
+	merged, conflicts, err := d.checkLocked(chosen)
+	if err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	res.Conflicts = conflicts
+	for _, k := range sortedKeys(merged) {
+		res.Merged = append(res.Merged, k)
+	}
+	if len(chosen) == 0 || opts.DryRun {
+		d.mu.Unlock()
+		return res, nil
+	}
+	if len(conflicts) > 0 && !opts.Force {
+		d.mu.Unlock()
+		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(conflicts), ErrConflict)
+	}
+	rec, err := d.prepareLocked(chosen, merged, opts.Source)
+	if err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	res.ID = rec.ID
+	err = d.runLocked(rec, opts.Progress)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	changes := make([]Change, 0, len(rec.Paths))
+	for _, p := range rec.Paths {
+		changes = append(changes, Change{Draft: d.name, Path: p, Kind: ChangeCommit, Source: opts.Source})
+	}
+	d.w.feed.publish(changes...)
+	return res, nil
+}
+
+// statusOf reports chosen entries as Status does. Must be called with
+// d.mu held.
+func (d *Draft) statusOf(chosen map[string]*entry) ([]StatusEntry, error) {
+	out := []StatusEntry{}
+	for _, it := range d.items() {
+		if _, ok := chosen[it.key]; !ok {
+			continue
+		}
+		s, err := d.statusEntry(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// undoDir is where a commit keeps what undo needs.
+func (d *Draft) undoDir(id uint64) string {
+	return filepath.Join(d.dir, "undo", fmt.Sprint(id))
+}
+
+// prepareLocked writes the commit's journal, backups and undo copies of
+// the entries; nothing on disk is touched yet. Must be called with d.mu
+// held.
+func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, src Source) (*commitRecord, error) {
+	id, err := d.st.nextCommitID()
+	if err != nil {
+		return nil, fmt.Errorf("overlay: commit: %w", err)
+	}
+	rec := &commitRecord{
+		ID: id, Time: time.Now().UTC().Format(time.RFC3339Nano), State: stateStaging, Source: src,
+		Stage: fmt.Sprintf(".draftfs-commit-%d", id),
+		Entry: chosen, Inode: map[uint64]*inode{},
+	}
+	if err := os.MkdirAll(filepath.Join(d.undoDir(id), "data"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(d.undoDir(id), "disk"), 0o700); err != nil {
+		return nil, err
+	}
+	rec.Paths = sortedKeys(chosen)
+	for _, k := range rec.Paths {
+		e := chosen[k]
+		if e.Ino == 0 {
+			continue
+		}
+		n := d.inodes[e.Ino]
+		rec.Inode[e.Ino] = n
+		if n.Data {
+			keep := filepath.Join(d.undoDir(id), "data", fmt.Sprintf("%x", e.Ino))
+			if _, err := os.Lstat(keep); err == nil {
+				continue
+			}
+			if err := os.Link(d.dataPath(e.Ino), keep); err != nil {
+				return nil, fmt.Errorf("overlay: commit: keep %q for undo: %w", k, err)
+			}
+		}
+	}
+	if err := d.planLocked(rec, chosen, merged); err != nil {
+		return nil, err
+	}
+	if err := d.st.write(&txn{commits: map[uint64]*commitRecord{id: rec}}); err != nil {
+		return nil, fmt.Errorf("overlay: commit: record: %w", err)
+	}
+	return rec, d.st.sync()
+}
+
+// runLocked applies a prepared commit's ops and then drops the
+// committed entries from the draft. Must be called with d.mu held.
+func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
+	total := len(rec.Ops)
+	for i := range rec.Ops {
+		op := &rec.Ops[i]
+		if op.Kind != opStage && rec.State == stateStaging {
+			rec.State = statePlacing
+			if err := d.st.write(&txn{commits: map[uint64]*commitRecord{rec.ID: rec}}); err != nil {
+				return err
+			}
+		}
+		if op.Kind == opStage && rec.State != stateStaging {
+			continue
+		}
+		if err := d.applyOp(rec, op); err != nil {
+			return fmt.Errorf("overlay: commit %d: %s %q: %w (run any draftfs command to finish it)", rec.ID, op.Kind, op.Path+op.From, err)
+		}
+		if progress != nil {
+			progress(i+1, total)
+		}
+	}
+	d.syncDirs(rec)
+	d.w.disk.RemoveAll(diskName(rec.Stage))
+	t := &txn{}
+	for k := range rec.Entry {
+		t.putEntry(k, nil)
+	}
+	rec.State = stateDone
+	t.commits = map[uint64]*commitRecord{rec.ID: rec}
+	t.addLog(LogEntry{Op: "commit", Paths: rec.Paths, Source: rec.Source})
+	if err := d.finish(t); err != nil {
+		return err
+	}
+	return d.st.sync()
+}
+
+// applyOp performs one op; each can be run again after a crash.
+func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
+	disk := d.w.disk
+	switch op.Kind {
+	case opStage:
+		if ok, _ := d.diskHas(op.From); !ok {
+			return nil // moved before a crash
+		}
+		if err := disk.MkdirAll(diskName(rec.Stage), 0o700); err != nil {
+			return err
+		}
+		return disk.Rename(diskName(op.From), diskName(op.Stage))
+	case opPlace:
+		if ok, _ := d.diskHas(op.Stage); !ok {
+			return nil
+		}
+		if err := d.clear(op.Path); err != nil {
+			return err
+		}
+		if err := disk.MkdirAll(diskName(parentOf(op.Path)), 0o755); err != nil {
+			return err
+		}
+		if err := disk.Rename(diskName(op.Stage), diskName(op.Path)); err != nil {
+			return err
+		}
+		if op.Mode.IsDir() {
+			return disk.Chmod(diskName(op.Path), op.Mode)
+		}
+		return nil
+	case opRemove:
+		return disk.RemoveAll(diskName(op.Path))
+	case opMkdir:
+		if ok, fi := d.diskHas(op.Path); ok && !fi.IsDir() {
+			if err := d.clear(op.Path); err != nil {
+				return err
+			}
+		} else if ok && op.Backup != "" {
+			// Opaque: what the directory held is gone in the draft.
+			if err := disk.RemoveAll(diskName(op.Path)); err != nil {
+				return err
+			}
+		}
+		if err := disk.MkdirAll(diskName(op.Path), 0o755); err != nil {
+			return err
+		}
+		return disk.Chmod(diskName(op.Path), op.Mode)
+	case opChmod:
+		return disk.Chmod(diskName(op.Path), op.Mode)
+	case opWrite:
+		var src io.ReadCloser
+		var err error
+		if op.Blob != "" {
+			src, err = os.Open(d.blobPath(op.Blob))
+		} else {
+			src, err = os.Open(d.dataPath(op.Ino))
+		}
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, src)
+		return err
+	case opLink:
+		return d.linkDisk(rec, op)
+	case opSymlink:
+		op.Hash = hashBytes([]byte(op.Target))
+		return d.symlinkDisk(rec, op.Path, op.Target)
+	}
+	return fmt.Errorf("unknown op %q", op.Kind)
+}
+
+// clear removes what is at key on disk when it is in the way of a
+// rename or a file (its backup was taken when the commit was prepared).
+func (d *Draft) clear(key string) error {
+	if ok, _ := d.diskHas(key); !ok {
+		return nil
+	}
+	return d.w.disk.RemoveAll(diskName(key))
+}
+
+// tempName is a hidden name next to key for an atomic replace.
+func tempName(rec *commitRecord, key string) string {
+	return join(parentOf(key), fmt.Sprintf(".%s.draftfs-%d", baseOf(key), rec.ID))
+}
+
+// writeDisk writes content to key atomically: a temp file in the same
+// directory, synced, given its mode, renamed over. Returns its hash.
+func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, src io.Reader) (string, error) {
+	disk := d.w.disk
+	if err := disk.MkdirAll(diskName(parentOf(key)), 0o755); err != nil {
+		return "", err
+	}
+	if ok, fi := d.diskHas(key); ok && fi.IsDir() {
+		if err := disk.RemoveAll(diskName(key)); err != nil {
+			return "", err
+		}
+	}
+	tmp := tempName(rec, key)
+	f, err := disk.OpenFile(diskName(tmp), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(f, h), src)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = disk.Chmod(diskName(tmp), mode&permBits)
+	}
+	if err == nil {
+		err = disk.Rename(diskName(tmp), diskName(key))
+	}
+	if err != nil {
+		disk.Remove(diskName(tmp))
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// linkDisk makes op.Path a hard link of op.From, atomically; where the
+// disk layer cannot link, a copy.
+func (d *Draft) linkDisk(rec *commitRecord, op *commitOp) error {
+	if d.w.osDisk {
+		tmp := d.w.Abs(tempName(rec, op.Path))
+		os.Remove(tmp)
+		if err := os.Link(d.w.Abs(op.From), tmp); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, d.w.Abs(op.Path)); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		b, err := os.ReadFile(d.w.Abs(op.Path))
+		op.Hash = hashBytes(b)
+		return err
+	}
+	f, err := d.w.disk.Open(diskName(op.From))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	op.Hash, err = d.writeDisk(rec, op.Path, fi.Mode(), f)
+	return err
+}
+
+// symlinkDisk makes key a symlink, atomically.
+func (d *Draft) symlinkDisk(rec *commitRecord, key, target string) error {
+	l, ok := d.w.disk.(afero.Linker)
+	if !ok {
+		return fmt.Errorf("the disk layer cannot make symlinks")
+	}
+	tmp := tempName(rec, key)
+	d.w.disk.Remove(diskName(tmp))
+	if err := l.SymlinkIfPossible(target, diskName(tmp)); err != nil {
+		return err
+	}
+	if ok, fi := d.diskHas(key); ok && fi.IsDir() {
+		if err := d.w.disk.RemoveAll(diskName(key)); err != nil {
+			return err
+		}
+	}
+	return d.w.disk.Rename(diskName(tmp), diskName(key))
+}
+
+// syncDirs makes the renames of a commit durable: every directory it
+// touched is synced once.
+func (d *Draft) syncDirs(rec *commitRecord) {
+	seen := map[string]bool{}
+	for _, op := range rec.Ops {
+		for _, k := range []string{op.Path, op.From} {
+			if k == "" {
+				continue
+			}
+			p := parentOf(k)
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if f, err := d.w.disk.Open(diskName(p)); err == nil {
+				f.Sync()
+				f.Close()
+			}
+		}
+	}
+}
+
+// recover finishes a commit a crash interrupted.
+func (d *Draft) recover() error {
+	recs, err := d.st.commits()
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if rec.State != stateStaging && rec.State != statePlacing {
+			continue
+		}
+		d.mu.Lock()
+		err := d.runLocked(rec, nil)
+		d.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("overlay: draft %s: finishing commit %d interrupted by a crash: %w", d.name, rec.ID, err)
+		}
+	}
+	return nil
+}
+
+// backup copies what the disk holds at key into the commit's undo
+// directory under name: a file with its mode, a symlink, or a whole
+// directory tree.
+func (d *Draft) backup(id uint64, key, name string) error {
+	dst := filepath.Join(d.undoDir(id), "disk", name)
+	err := copyTree(d.w.disk, diskName(key), afero.NewOsFs(), dst)
+	if err != nil {
+		return fmt.Errorf("overlay: commit: keep %q for undo: %w", key, err)
+	}
+	return nil
+}
+
+// copyTree copies a file, symlink or directory tree between file systems,
+// keeping modes and mtimes.
+func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
+	fi, err := lstatDisk(from, strings.TrimPrefix(src, "/"))
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		r, ok := from.(afero.LinkReader)
+		l, ok2 := to.(afero.Linker)
+		if !ok || !ok2 {
+			return fmt.Errorf("symlinks unsupported")
+		}
+		t, err := r.ReadlinkIfPossible(src)
+		if err != nil {
+			return err
+		}
+		return l.SymlinkIfPossible(t, dst)
+	case fi.IsDir():
+		if err := to.MkdirAll(dst, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		f, err := from.Open(src)
+		if err != nil {
+			return err
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := copyTree(from, src+"/"+n, to, dst+"/"+n); err != nil {
+				return err
+			}
+		}
+		if err := to.Chmod(dst, fi.Mode()); err != nil {
+			return err
+		}
+		return to.Chtimes(dst, fi.ModTime(), fi.ModTime())
+	}
+	in, err := from.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := to.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := to.Chmod(dst, fi.Mode()); err != nil {
+		return err
+	}
+	return to.Chtimes(dst, fi.ModTime(), fi.ModTime())
+}

@@ -1,0 +1,318 @@
+package overlay
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/draftfs/draftfs/overlay/textmerge"
+)
+
+// A commit applies chosen draft entries to disk in two phases, written
+// down first as a journal (commitRecord) so a crash at any point is
+// finished on the next start:
+//
+//   - phase A moves the lower objects of renames (files and whole
+//     directories) out of the way into a staging directory in the
+//     workspace, deepest first, so swaps and chains of renames work;
+//   - phase B walks the chosen paths parents first: removes what
+//     whiteouts hide, places staged objects at their new paths, makes
+//     directories, writes files (temp + rename in the same directory)
+//     and symlinks.
+//
+// Every op of a phase can be replayed. Before anything is touched, what
+// each op will overwrite or remove is copied into the commit's undo
+// directory, and the committed entries' data files are linked there, so
+// undo can put disk and draft back.
+
+// Op kinds of a commit.
+const (
+	opStage   = "stage"   // move From to Stage
+	opPlace   = "place"   // move Stage to Path
+	opRemove  = "remove"  // remove Path
+	opMkdir   = "mkdir"   // make directory Path
+	opChmod   = "chmod"   // set Path's mode
+	opWrite   = "write"   // write Path from data file Ino or blob Blob
+	opLink    = "link"    // hard link Path to From (committed earlier)
+	opSymlink = "symlink" // make Path a symlink to Target
+)
+
+// commitOp is one step of a commit.
+type commitOp struct {
+	Kind   string      `json:"k"`
+	Path   string      `json:"p,omitempty"`
+	From   string      `json:"f,omitempty"`
+	Stage  string      `json:"s,omitempty"`
+	Ino    uint64      `json:"i,omitempty"`
+	Blob   string      `json:"b,omitempty"`
+	Mode   fs.FileMode `json:"m,omitempty"`
+	Target string      `json:"t,omitempty"`
+	// Backup names the copy (in the commit's undo directory) of what Path
+	// held before; "" when nothing was there.
+	Backup string `json:"u,omitempty"`
+	// OldMode is Path's mode before a chmod or a mkdir over a directory.
+	OldMode fs.FileMode `json:"om,omitempty"`
+	// Hash is the sha256 of what the op left at Path, for undo's check.
+	Hash string `json:"h,omitempty"`
+}
+
+// commitRecord is the journal and undo record of one commit.
+type commitRecord struct {
+	ID     uint64            `json:"-"`
+	Time   string            `json:"time"`
+	State  string            `json:"state"` // applying, placing, done, undone
+	Source Source            `json:"source"`
+	Paths  []string          `json:"paths"`
+	Ops    []commitOp        `json:"ops"`
+	Stage  string            `json:"stage"` // staging directory key in the workspace
+	Entry  map[string]*entry `json:"entries"`
+	Inode  map[uint64]*inode `json:"inodes"`
+}
+
+// Commit record states.
+const (
+	stateStaging = "applying" // phase A under way
+	statePlacing = "placing"  // phase A done, phase B under way
+	stateDone    = "done"
+	stateUndone  = "undone"
+)
+
+// Conflict is a path a commit cannot apply without losing the user's
+// change.
+type Conflict struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// chooseLocked returns the entries a commit or discard of keys (nil: all)
+// takes: the selected changes with their rename partners and everything
+// below them, and, for a commit (ancestors), every ancestor entry they
+// need, to a fixpoint. Must be called with d.mu held.
+func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
+	chosen := map[string]*entry{}
+	if keys == nil {
+		for k, e := range d.entries {
+			chosen[k] = e
+		}
+		return chosen
+	}
+	items := d.items()
+	partner := map[string]string{}
+	for _, it := range items {
+		if it.source != "" {
+			partner[it.key], partner[it.source] = it.source, it.key
+		}
+	}
+	var add func(k string)
+	add = func(k string) {
+		e, ok := d.entries[k]
+		if !ok {
+			return
+		}
+		if _, done := chosen[k]; done {
+			return
+		}
+		chosen[k] = e
+		if p, ok := partner[k]; ok {
+			add(p)
+		}
+		for _, b := range d.keysBelow(k) {
+			add(b)
+		}
+		for q := k; ancestors && q != ""; {
+			q = parentOf(q)
+			add(q)
+		}
+	}
+	for _, it := range items {
+		if it.selected(keys) {
+			add(it.key)
+		}
+	}
+	for k := range d.entries {
+		for _, s := range keys {
+			if within(k, s) {
+				add(k)
+			}
+		}
+	}
+	return chosen
+}
+
+// checkLocked finds conflicts among chosen entries and computes clean
+// 3-way merges. Must be called with d.mu held.
+func (d *Draft) checkLocked(chosen map[string]*entry) (map[string][]byte, []Conflict, error) {
+	merged := map[string][]byte{}
+	var conflicts []Conflict
+	for _, k := range sortedKeys(chosen) {
+		e := chosen[k]
+		changed, err := d.baseChanged(e.Base)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case e.redirect() || (e.Kind == kindDir && d.renamedFrom(k, e) != ""):
+			if ok, _ := d.diskHas(e.Origin); !ok {
+				conflicts = append(conflicts, Conflict{k, fmt.Sprintf("the rename's source %s is no longer on disk", e.Origin)})
+				continue
+			}
+			if changed && e.Base.Exists && e.Base.Kind != kindDir {
+				conflicts = append(conflicts, Conflict{k, "you changed the file this rename replaces"})
+			} else if changed && !e.Base.Exists {
+				conflicts = append(conflicts, Conflict{k, "you created this path meanwhile"})
+			}
+		case !changed:
+		case e.Kind == kindWhiteout:
+			if e.Base.Kind != kindDir {
+				conflicts = append(conflicts, Conflict{k, "you changed the file the draft deletes"})
+			}
+		case e.Kind == kindDir:
+			if fi, err := d.lowerStat(baseOf(e.Base.Path), e.Base.Path); err == nil && !fi.IsDir() {
+				conflicts = append(conflicts, Conflict{k, "you created a file where the draft makes a directory"})
+			}
+		case e.Kind == kindFile:
+			c, m, err := d.mergeLocked(k, e)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c != "" {
+				conflicts = append(conflicts, Conflict{k, c})
+			} else if m != nil {
+				merged[k] = m
+			}
+		default:
+			conflicts = append(conflicts, Conflict{k, "you changed this symlink meanwhile"})
+		}
+	}
+	return merged, conflicts, nil
+}
+
+// mergeLocked merges the user's change to a file since the base into the
+// draft's, returning the merged content, or why it cannot.
+func (d *Draft) mergeLocked(key string, e *entry) (string, []byte, error) {
+	ours, err := d.draftContent(e, d.inodes[e.Ino])
+	if err != nil {
+		return "", nil, err
+	}
+	theirs, exists, err := d.userContent(e.Base.Path)
+	if err != nil {
+		return "", nil, err
+	}
+	switch {
+	case exists && bytes.Equal(theirs, ours):
+		return "", nil, nil
+	case !e.Base.Exists:
+		return "you created this file meanwhile, with other content", nil, nil
+	case !exists:
+		return "you deleted this file meanwhile", nil, nil
+	case !e.Base.Kept:
+		return "both sides changed a file too large to merge", nil, nil
+	}
+	base, err := d.readBlob(e.Base.Hash)
+	if err != nil {
+		return "", nil, err
+	}
+	m, ok := textmerge.Merge(base, ours, theirs)
+	if !ok {
+		return "you and the draft changed the same lines", nil, nil
+	}
+	return "", m, nil
+}
+
+// diskHas reports whether the disk has something at a workspace key.
+func (d *Draft) diskHas(key string) (bool, fs.FileInfo) {
+	fi, err := lstatDisk(d.w.disk, key)
+	return err == nil, fi
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// planLocked turns chosen entries into ops. Must be called with d.mu
+// held.
+func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged map[string][]byte) error {
+	// Phase A: the lower objects renames move, deepest first.
+	staged := map[string]string{} // entry key → staging key
+	var moving []string
+	for k, e := range chosen {
+		if e.redirect() || (e.Kind == kindDir && d.renamedFrom(k, e) != "") {
+			moving = append(moving, k)
+		}
+	}
+	sort.Slice(moving, func(i, j int) bool {
+		a, b := chosen[moving[i]].Origin, chosen[moving[j]].Origin
+		if depth(a) != depth(b) {
+			return depth(a) > depth(b)
+		}
+		return a < b
+	})
+	movedAway := map[string]bool{} // lower paths phase A moves
+	for i, k := range moving {
+		movedAway[chosen[k].Origin] = true
+		s := join(rec.Stage, fmt.Sprint(i))
+		staged[k] = s
+		rec.Ops = append(rec.Ops, commitOp{Kind: opStage, From: chosen[k].Origin, Stage: s})
+	}
+	// Phase B: parents first.
+	written := map[uint64]string{} // inode → first path written
+	for _, k := range sortedKeys(chosen) {
+		e := chosen[k]
+		var n *inode
+		if e.Ino != 0 {
+			n = d.inodes[e.Ino]
+		}
+		replaces := false
+		if e.Base != nil && !movedAway[e.Base.Path] {
+			replaces, _ = d.diskHas(e.Base.Path)
+		}
+		op := commitOp{Path: k}
+		switch {
+		case e.Kind == kindWhiteout:
+			op.Kind = opRemove
+		case staged[k] != "":
+			op.Kind, op.Stage = opPlace, staged[k]
+			if n != nil {
+				op.Mode = n.Mode
+			}
+		case e.Kind == kindDir && !e.Opaque && e.Base != nil && e.Base.Exists && e.Base.Kind == kindDir:
+			op.Kind, op.Mode, op.OldMode = opChmod, n.Mode, e.Base.Mode
+			replaces = false
+		case e.Kind == kindDir:
+			// A directory made anew over one the user has: its content
+			// is replaced only if the draft removed the old one.
+			op.Kind, op.Mode = opMkdir, n.Mode
+			replaces = replaces && e.Base.Exists
+		case e.Kind == kindSymlink:
+			op.Kind, op.Target = opSymlink, n.Target
+		case written[e.Ino] != "":
+			op.Kind, op.From = opLink, written[e.Ino]
+		default:
+			op.Kind, op.Mode = opWrite, n.Mode
+			if m, ok := merged[k]; ok {
+				op.Blob = hashBytes(m)
+				if err := d.keepBlob(op.Blob, m); err != nil {
+					return fmt.Errorf("overlay: commit: keep merged %q: %w", k, err)
+				}
+			} else {
+				op.Ino = e.Ino
+			}
+			written[e.Ino] = k
+		}
+		if replaces {
+			backup := fmt.Sprint(len(rec.Ops))
+			if err := d.backup(rec.ID, e.Base.Path, backup); err != nil {
+				return err
+			}
+			op.Backup = backup
+		}
+		rec.Ops = append(rec.Ops, op)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package overlay
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/draftfs/draftfs/overlay/textmerge"
+)
+
+// FileDiff is the difference one draft change makes to what the user has
+// now (the editor buffer if open, else the disk).
+type FileDiff struct {
+	Path    string `json:"path"`
+	From    string `json:"from,omitempty"`
+	Change  string `json:"change"`
+	Binary  bool   `json:"binary"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+	// Patch is the git-style unified diff, headers included.
+	Patch string `json:"patch"`
+}
+
+// Diff returns the draft's changes below keys (all when none) as
+// git-style unified diffs, sorted by path.
+func (d *Draft) Diff(keys ...string) ([]FileDiff, error) {
+	if len(keys) == 0 {
+		keys = nil
+	}
+	d.mu.RLock()
+	items := d.items()
+	inodes := map[uint64]inode{}
+	for _, it := range items {
+		if it.e.Ino != 0 {
+			inodes[it.e.Ino] = *d.inodes[it.e.Ino]
+		}
+	}
+	d.mu.RUnlock()
+	var out []FileDiff
+	for _, it := range items {
+		if !it.selected(keys) || it.e.Kind == kindDir {
+			continue
+		}
+		fd, err := d.fileDiff(it, inodes[it.e.Ino])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fd)
+	}
+	return out, nil
+}
+
+func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
+	fd := FileDiff{Path: it.key, From: it.from, Change: it.change}
+	oldPath := it.key
+	lower := it.key
+	if it.e.Base != nil {
+		lower = it.e.Base.Path
+	}
+	if it.from != "" {
+		oldPath, lower = it.from, it.from
+	}
+	old, oldExists, err := d.userContent(lower)
+	if err != nil {
+		return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
+	}
+	var cur []byte
+	newExists := it.e.Kind != kindWhiteout
+	if newExists {
+		if cur, err = d.draftContent(&it.e, &n); err != nil {
+			return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
+		}
+	}
+	var hdr strings.Builder
+	fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", oldPath, it.key)
+	oldMode, newMode := fs.FileMode(0), fs.FileMode(0)
+	if oldExists {
+		if fi, err := d.lowerStat(baseOf(lower), lower); err == nil {
+			oldMode = fi.Mode()
+		}
+	}
+	if newExists {
+		if it.e.redirect() {
+			newMode = oldMode
+		} else {
+			newMode = n.Mode
+		}
+	}
+	switch {
+	case !oldExists && newExists:
+		fmt.Fprintf(&hdr, "new file mode %s\n", gitMode(newMode))
+	case oldExists && !newExists:
+		fmt.Fprintf(&hdr, "deleted file mode %s\n", gitMode(oldMode))
+	case gitMode(oldMode) != gitMode(newMode):
+		fmt.Fprintf(&hdr, "old mode %s\nnew mode %s\n", gitMode(oldMode), gitMode(newMode))
+	}
+	if it.from != "" {
+		fmt.Fprintf(&hdr, "rename from %s\nrename to %s\n", it.from, it.key)
+	}
+	fd.Added, fd.Deleted, fd.Binary = textmerge.Stat(old, cur)
+	fd.Patch = hdr.String() + textmerge.Unified(oldPath, it.key, old, cur, oldExists, newExists)
+	return fd, nil
+}
+
+// gitMode spells a mode as git's diff headers do.
+func gitMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "120000"
+	case m&0o111 != 0:
+		return "100755"
+	}
+	return "100644"
+}

@@ -1,0 +1,238 @@
+package overlay
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// dirEntry is one name of a merged directory listing.
+type dirEntry struct {
+	name string
+	typ  fs.FileMode
+	d    *Draft
+	key  string
+}
+
+func (e *dirEntry) Name() string               { return e.name }
+func (e *dirEntry) IsDir() bool                { return e.typ.IsDir() }
+func (e *dirEntry) Type() fs.FileMode          { return e.typ }
+func (e *dirEntry) Info() (fs.FileInfo, error) { return e.d.lstat(e.key) }
+func (e *dirEntry) String() string             { return fs.FormatDirEntry(e) }
+
+// ReadDir lists a directory of the view, sorted by name: the draft's
+// entries over the lower directory's, without whiteouts.
+func (f *Fs) ReadDir(name string) ([]fs.DirEntry, error) {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return nil, err
+	}
+	return f.d.readDir(key)
+}
+
+type draftChild struct {
+	name string
+	kind kind
+	typ  fs.FileMode
+}
+
+func (d *Draft) readDir(key string) ([]fs.DirEntry, error) {
+	d.mu.RLock()
+	w, err, own := d.peekDir(key)
+	d.mu.RUnlock()
+	return d.listDir(key, w, err, own)
+}
+
+// peekDir must be called with d.mu held.
+func (d *Draft) peekDir(key string) (where, error, []draftChild) {
+	w, err := d.locate(key)
+	var own []draftChild
+	if err == nil {
+		if w.e != nil && w.e.Kind != kindDir {
+			err = pathErr("readdir", key, syscall.ENOTDIR)
+		}
+		for name := range d.children[key] {
+			e := d.entries[join(key, name)]
+			c := draftChild{name: name, kind: e.Kind}
+			if e.Ino != 0 {
+				c.typ = d.inodes[e.Ino].Mode.Type()
+			} else if e.Kind == kindDir {
+				c.typ = fs.ModeDir
+			} else if e.Kind == kindSymlink {
+				c.typ = fs.ModeSymlink
+			}
+			own = append(own, c)
+		}
+	}
+	return w, err, own
+}
+
+// listDir merges a directory's lower listing with the draft's entries.
+func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.DirEntry, error) {
+	implicit := len(own) > 0
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string]fs.FileMode{}
+	if w.hasLower {
+		err := d.listLower(w.lower, merged)
+		if err != nil && !(implicit || w.e != nil) {
+			return nil, &fs.PathError{Op: "readdir", Path: "/" + key, Err: errors.Unwrap(err)}
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	for _, c := range own {
+		if c.kind == kindWhiteout {
+			delete(merged, c.name)
+			continue
+		}
+		merged[c.name] = c.typ
+	}
+	out := make([]fs.DirEntry, 0, len(merged))
+	for name, typ := range merged {
+		out = append(out, &dirEntry{name: name, typ: typ, d: d, key: join(key, name)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// listLower adds the lower directory's names and types to m: the disk's,
+// and files that exist only as unsaved editor buffers.
+func (d *Draft) listLower(lower string, m map[string]fs.FileMode) error {
+	f, err := d.w.disk.Open(diskName(lower))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if rd, ok := f.(fs.ReadDirFile); ok {
+		ents, err := rd.ReadDir(-1)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			m[e.Name()] = e.Type()
+		}
+	} else {
+		infos, err := f.Readdir(-1)
+		if err != nil {
+			return err
+		}
+		for _, fi := range infos {
+			m[fi.Name()] = fi.Mode().Type()
+		}
+	}
+	prefix := lower + "/"
+	if lower == "" {
+		prefix = ""
+	}
+	for _, b := range d.w.bufs.List() {
+		if !b.Dirty || !strings.HasPrefix(b.Path, prefix) || strings.Contains(b.Path[len(prefix):], "/") {
+			continue
+		}
+		if _, ok := m[b.Path[len(prefix):]]; !ok {
+			m[b.Path[len(prefix):]] = 0
+		}
+	}
+	return nil
+}
+
+// dirFile is an open directory. Its listing is read on first use and
+// kept, so offsets stay stable for the life of the handle.
+type dirFile struct {
+	name string
+	key  string
+	d    *Draft
+
+	mu     sync.Mutex // protects the following
+	list   []fs.DirEntry
+	loaded bool
+	pos    int
+}
+
+func (f *dirFile) load() error {
+	if f.loaded {
+		return nil
+	}
+	l, err := f.d.readDir(f.key)
+	if err != nil {
+		return err
+	}
+	f.list, f.loaded = l, true
+	return nil
+}
+
+// ReadDir implements fs.ReadDirFile.
+func (f *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	rest := f.list[f.pos:]
+	if n <= 0 {
+		f.pos = len(f.list)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	if n > len(rest) {
+		n = len(rest)
+	}
+	f.pos += n
+	return rest[:n], nil
+}
+
+func (f *dirFile) Readdir(n int) ([]fs.FileInfo, error) {
+	ents, err := f.ReadDir(n)
+	infos := make([]fs.FileInfo, 0, len(ents))
+	for _, e := range ents {
+		fi, ierr := e.Info()
+		if ierr != nil {
+			continue // removed since the listing was read
+		}
+		infos = append(infos, fi)
+	}
+	return infos, err
+}
+
+func (f *dirFile) Readdirnames(n int) ([]string, error) {
+	ents, err := f.ReadDir(n)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, err
+}
+
+// Seek to 0 rereads the directory; other offsets are refused.
+func (f *dirFile) Seek(offset int64, whence int) (int64, error) {
+	if offset != 0 || whence != io.SeekStart {
+		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.EINVAL}
+	}
+	f.mu.Lock()
+	f.loaded, f.list, f.pos = false, nil, 0
+	f.mu.Unlock()
+	return 0, nil
+}
+
+func (f *dirFile) Name() string                       { return f.name }
+func (f *dirFile) Stat() (fs.FileInfo, error)         { return f.d.lstat(f.key) }
+func (f *dirFile) Close() error                       { return nil }
+func (f *dirFile) Sync() error                        { return nil }
+func (f *dirFile) Read([]byte) (int, error)           { return 0, f.isDir("read") }
+func (f *dirFile) ReadAt([]byte, int64) (int, error)  { return 0, f.isDir("read") }
+func (f *dirFile) Write([]byte) (int, error)          { return 0, f.isDir("write") }
+func (f *dirFile) WriteAt([]byte, int64) (int, error) { return 0, f.isDir("write") }
+func (f *dirFile) WriteString(string) (int, error)    { return 0, f.isDir("write") }
+func (f *dirFile) Truncate(int64) error               { return f.isDir("truncate") }
+
+func (f *dirFile) isDir(op string) error {
+	return &fs.PathError{Op: op, Path: f.name, Err: syscall.EISDIR}
+}

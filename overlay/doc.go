@@ -1,0 +1,58 @@
+// Package overlay is the draftfs engine: the merged view of a workspace,
+// draft over editor buffers over disk, and the review workflow that
+// commits, discards or undoes what an agent wrote.
+//
+// A [Workspace] owns the disk layer (an [afero.Fs] rooted at the
+// workspace), the editor buffers ([buffers.Set]), the change feed and the
+// state directory. Each named [Draft] is an isolated copy-on-write layer
+// over the same disk and buffers; [Draft.Fs] gives its merged view as an
+// [afero.Fs] tagged with the [Source] that will appear in the log.
+//
+// # Layers
+//
+// Reading a path looks at the draft first: an entry there (file,
+// directory, symlink or whiteout) wins. Otherwise the path is resolved in
+// the lower layers: a dirty editor buffer, else the disk. A draft
+// directory may be opaque (nothing below shows through: it was removed and
+// created again) or carry an origin, the lower path its lower content
+// comes from (a renamed directory, as kernel overlayfs's redirect_dir); a
+// renamed file likewise keeps its origin until it is written, so renames
+// are O(1) and never EXDEV.
+//
+// # Identity
+//
+// Every visible object has a stable inode number: the disk's for lower
+// objects, kept across copy-up and rename; allocated from a persistent
+// counter above 1<<63 for objects the draft creates. Hard links are two
+// draft entries naming one draft inode.
+//
+// # Persistence
+//
+// Draft metadata (entries, inodes, the base each path replaced, the log
+// and commit journal) lives in a bbolt database per draft, kept in memory
+// too; file contents live as plain files under the draft's data
+// directory, so writes are plain file I/O and may be passed through by
+// the kernel. Every namespace change is a bbolt transaction before it
+// returns. The database runs with NoSync: a killed process loses nothing
+// (the kernel holds written pages), and [Fs] callers that need power-loss
+// durability call Sync on the file, which syncs the database too.
+//
+// # Errors
+//
+// Operations return *fs.PathError wrapping a [syscall.Errno], so callers
+// can both use errors.Is against the io/fs sentinels (fs.ErrNotExist,
+// fs.ErrExist, fs.ErrPermission) and errors.As to the exact errno
+// (ENOTEMPTY, EXDEV, ENOTDIR, EISDIR, ELOOP). Review operations return
+// [ErrConflict], [ErrNothingToUndo], [ErrDiskChanged] and [ErrOutside]
+// wrapped with detail.
+//
+// # Locking
+//
+// Draft.mu (an RWMutex) protects the draft's in-memory metadata. Readers
+// hold it only to resolve a path, never across disk I/O or buffer reads;
+// namespace changes hold it for the metadata update and its bbolt
+// transaction. Writes to open draft files do not take it. The change feed
+// never blocks a publisher: each subscriber has a bounded queue and a
+// subscriber that falls behind is told it lost events (Change.Overflow)
+// and must resynchronise. Lock order: Workspace.mu before Draft.mu.
+package overlay

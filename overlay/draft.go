@@ -1,0 +1,297 @@
+package overlay
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// Draft is one named copy-on-write layer over a workspace's buffers and
+// disk. Its merged view is [Draft.Fs]; the review operations are methods.
+type Draft struct {
+	w    *Workspace // read only
+	name string     // read only
+	dir  string     // read only: the draft's state directory
+	st   *store     // read only
+
+	// commitMu serialises commit, discard and undo: they look at the disk
+	// and the draft as a whole.
+	commitMu sync.Mutex
+
+	mu       sync.RWMutex // protects the following
+	entries  map[string]*entry
+	children map[string]map[string]struct{} // directory key → names of its entries
+	inodes   map[uint64]*inode
+	links    map[uint64]int // entries naming each inode
+	nextIno  uint64
+	lowerIno map[string]uint64 // inode numbers for a disk layer without them
+	closed   bool
+}
+
+func openDraft(w *Workspace, name, dir string) (*Draft, error) {
+	for _, sub := range []string{"data", "blobs", "undo"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("overlay: draft %s: %w", name, err)
+		}
+	}
+	st, err := openStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Draft{w: w, name: name, dir: dir, st: st, lowerIno: map[string]uint64{}}
+	if err := d.reload(); err != nil {
+		st.close()
+		return nil, err
+	}
+	if err := d.recover(); err != nil {
+		st.close()
+		return nil, err
+	}
+	if err := d.collectGarbage(); err != nil {
+		st.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// reload replaces the in-memory metadata with the stored one.
+func (d *Draft) reload() error {
+	snap, err := d.st.load()
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.entries = snap.entries
+	d.inodes = snap.inodes
+	d.nextIno = snap.nextIno
+	d.children = map[string]map[string]struct{}{}
+	d.links = map[uint64]int{}
+	for k, e := range d.entries {
+		d.addChild(k)
+		if e.Ino != 0 {
+			if _, ok := d.inodes[e.Ino]; !ok {
+				return fmt.Errorf("overlay: %s: entry %q names missing inode %d: %w (move the file away to start an empty draft)", d.st.path, k, e.Ino, ErrCorrupt)
+			}
+			d.links[e.Ino]++
+		}
+	}
+	return nil
+}
+
+// collectGarbage removes data files no inode owns: left by a crash
+// between creating a file and recording it.
+func (d *Draft) collectGarbage() error {
+	dataDir := filepath.Join(d.dir, "data")
+	ents, err := os.ReadDir(dataDir)
+	if err != nil {
+		return fmt.Errorf("overlay: draft %s: %w", d.name, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range ents {
+		ino, err := strconv.ParseUint(e.Name(), 16, 64)
+		if err == nil {
+			if n, ok := d.inodes[ino]; ok && n.Data && d.links[ino] > 0 {
+				continue
+			}
+		}
+		os.Remove(filepath.Join(dataDir, e.Name()))
+	}
+	for ino, n := range d.inodes {
+		if d.links[ino] == 0 {
+			// An inode no entry names any more: drop its record too.
+			_ = d.st.write(&txn{inodes: map[uint64]*inode{ino: nil}})
+			delete(d.inodes, ino)
+			_ = n
+		}
+	}
+	return nil
+}
+
+func (d *Draft) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	return d.st.close()
+}
+
+// Name is the draft's name.
+func (d *Draft) Name() string { return d.name }
+
+// Workspace is the workspace the draft is over.
+func (d *Draft) Workspace() *Workspace { return d.w }
+
+// dataPath is where an inode's content lives.
+func (d *Draft) dataPath(ino uint64) string {
+	return filepath.Join(d.dir, "data", strconv.FormatUint(ino, 16))
+}
+
+// addChild records key in its parent's child set. Must be called with
+// d.mu held.
+func (d *Draft) addChild(key string) {
+	if key == "" {
+		return
+	}
+	p := parentOf(key)
+	set := d.children[p]
+	if set == nil {
+		set = map[string]struct{}{}
+		d.children[p] = set
+	}
+	set[baseOf(key)] = struct{}{}
+}
+
+// dropChild undoes addChild. Must be called with d.mu held.
+func (d *Draft) dropChild(key string) {
+	if key == "" {
+		return
+	}
+	p := parentOf(key)
+	if set := d.children[p]; set != nil {
+		delete(set, baseOf(key))
+		if len(set) == 0 {
+			delete(d.children, p)
+		}
+	}
+}
+
+// apply makes t durable and then applies it to memory. Must be called
+// with d.mu held for writing.
+func (d *Draft) apply(t *txn) error {
+	if d.closed {
+		return fmt.Errorf("overlay: draft %s is closed", d.name)
+	}
+	if err := d.st.write(t); err != nil {
+		return fmt.Errorf("overlay: draft %s: record change: %w", d.name, err)
+	}
+	for k, e := range t.entries {
+		if old := d.entries[k]; old != nil && old.Ino != 0 {
+			d.links[old.Ino]--
+		}
+		if e == nil {
+			delete(d.entries, k)
+			d.dropChild(k)
+			continue
+		}
+		d.entries[k] = e
+		d.addChild(k)
+		if e.Ino != 0 {
+			d.links[e.Ino]++
+		}
+	}
+	for ino, n := range t.inodes {
+		if n == nil {
+			delete(d.inodes, ino)
+			continue
+		}
+		d.inodes[ino] = n
+	}
+	for ino, c := range d.links {
+		if c <= 0 {
+			delete(d.links, ino)
+		}
+	}
+	if t.nextIno != 0 {
+		d.nextIno = t.nextIno
+	}
+	return nil
+}
+
+// allocIno reserves a new draft inode number in t. Must be called with
+// d.mu held for writing.
+func (d *Draft) allocIno(t *txn) uint64 {
+	ino := d.nextIno
+	if t.nextIno != 0 {
+		ino = t.nextIno
+	}
+	t.nextIno = ino + 1
+	return ino
+}
+
+// where is a path resolved against the draft's metadata.
+type where struct {
+	e *entry // the draft entry at the path, nil when none
+	// lower is the path to look up in the lower layers when hasLower.
+	lower    string
+	hasLower bool
+}
+
+// locate resolves key against the draft entries. ENOENT when a whiteout
+// hides it, ENOTDIR when an ancestor is not a directory. Must be called
+// with d.mu held.
+func (d *Draft) locate(key string) (where, error) {
+	var w where
+	if e, ok := d.entries[key]; ok {
+		if e.Kind == kindWhiteout {
+			return w, pathErr("lookup", key, syscall.ENOENT)
+		}
+		w.e = e
+		switch {
+		case e.redirect():
+			w.lower, w.hasLower = e.Origin, true
+			return w, nil
+		case e.Kind != kindDir:
+			return w, nil
+		case e.Opaque:
+			return w, nil
+		case e.Origin != "":
+			w.lower, w.hasLower = e.Origin, true
+			return w, nil
+		}
+	}
+	// No redirect at key itself: the nearest ancestor entry decides.
+	for q := key; q != ""; {
+		q = parentOf(q)
+		e, ok := d.entries[q]
+		if !ok {
+			continue
+		}
+		switch {
+		case e.Kind == kindWhiteout:
+			return w, pathErr("lookup", key, syscall.ENOENT)
+		case e.Kind != kindDir && !e.redirect():
+			return w, pathErr("lookup", key, syscall.ENOTDIR)
+		case e.redirect():
+			// A renamed non-directory cannot have children.
+			return w, pathErr("lookup", key, syscall.ENOTDIR)
+		case e.Opaque:
+			if w.e == nil {
+				return w, pathErr("lookup", key, syscall.ENOENT)
+			}
+			return w, nil
+		case e.Origin != "":
+			w.lower, w.hasLower = rebase(key, q, e.Origin), true
+			return w, nil
+		}
+	}
+	w.lower, w.hasLower = key, true
+	return w, nil
+}
+
+// lowerPathOf is where key's content would be found in the lower layers,
+// ignoring any entry at key itself: where a new draft entry at key takes
+// its base from. ok is false when no lower content can show there.
+// Must be called with d.mu held.
+func (d *Draft) lowerPathOf(key string) (string, bool) {
+	for q := key; q != ""; {
+		q = parentOf(q)
+		e, ok := d.entries[q]
+		if !ok {
+			continue
+		}
+		if e.Kind != kindDir || e.Opaque {
+			return "", false
+		}
+		if e.Origin != "" {
+			return rebase(key, q, e.Origin), true
+		}
+	}
+	return key, true
+}

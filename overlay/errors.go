@@ -1,0 +1,54 @@
+package overlay
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+)
+
+// Review errors. They are wrapped with detail; compare with errors.Is.
+var (
+	// ErrConflict: the commit met changes the user made since the agent's
+	// copy-up that do not merge cleanly. Nothing was written.
+	ErrConflict = errors.New("conflicting changes")
+	// ErrNothingToUndo: there is no commit left to undo.
+	ErrNothingToUndo = errors.New("nothing to undo")
+	// ErrDiskChanged: files a commit wrote changed on disk since, so undo
+	// would lose them.
+	ErrDiskChanged = errors.New("files changed on disk since the commit")
+	// ErrOutside: a path given by an agent-facing caller leaves the
+	// workspace (.., an absolute path elsewhere, or a symlink escape).
+	ErrOutside = errors.New("path is outside the workspace")
+	// ErrCorrupt: a state file cannot be read.
+	ErrCorrupt = errors.New("draft state is corrupt")
+)
+
+func pathErr(op, path string, errno syscall.Errno) error {
+	return &fs.PathError{Op: op, Path: "/" + path, Err: errno}
+}
+
+// Errno reports the errno an error from this package stands for, as a
+// front end must report it: the wrapped errno when there is one, else the
+// one matching an io/fs sentinel, else EIO.
+func Errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, fs.ErrExist):
+		return syscall.EEXIST
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, ErrOutside):
+		return syscall.EACCES
+	case errors.Is(err, fs.ErrInvalid):
+		return syscall.EINVAL
+	case errors.Is(err, fs.ErrClosed):
+		return syscall.EBADF
+	}
+	return syscall.EIO
+}

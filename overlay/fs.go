@@ -1,0 +1,268 @@
+package overlay
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// Fs is a draft's merged view as an afero.Fs. Every change it makes is
+// logged with its Source. Names are slash-separated and taken from the
+// workspace root ("/a/b" and "a/b" are the same file); ".." never leaves
+// the view, and symlinks are followed only inside it.
+type Fs struct {
+	d   *Draft
+	src Source
+}
+
+var (
+	_ afero.Fs        = (*Fs)(nil)
+	_ afero.Symlinker = (*Fs)(nil)
+)
+
+// Fs returns the draft's merged view, logging changes as made by src.
+func (d *Draft) Fs(src Source) *Fs { return &Fs{d: d, src: src} }
+
+// Draft is the draft the view is of.
+func (f *Fs) Draft() *Draft { return f.d }
+
+// Name implements afero.Fs.
+func (f *Fs) Name() string { return "draftfs:" + f.d.name }
+
+// Lstat describes name without following a final symlink.
+func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
+	return f.d.lstat(clean(name))
+}
+
+// LstatIfPossible implements afero.Lstater.
+func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
+	fi, err := f.Lstat(name)
+	return fi, true, err
+}
+
+// Stat describes name, following symlinks inside the view.
+func (f *Fs) Stat(name string) (fs.FileInfo, error) {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.d.lstat(key)
+	if err != nil {
+		return nil, err
+	}
+	if key != clean(name) {
+		fi.(*fileInfo).name = path.Base("/" + clean(name))
+	}
+	return fi, nil
+}
+
+// peeked is what the draft's metadata says about a key, copied out so
+// the disk can be asked without holding d.mu.
+type peeked struct {
+	w        where
+	err      error
+	ino      uint64 // the draft inode, 0 when the object is in the lower layers
+	n        inode
+	nlink    int
+	implicit bool // the draft has entries below key
+}
+
+// peek must be called with d.mu held.
+func (d *Draft) peek(key string) peeked {
+	var p peeked
+	p.w, p.err = d.locate(key)
+	if p.err == nil && p.w.e != nil && !p.w.e.redirect() {
+		p.ino = p.w.e.Ino
+		p.n = *d.inodes[p.ino]
+		p.nlink = d.links[p.ino]
+	}
+	p.implicit = len(d.children[key]) > 0
+	return p
+}
+
+// lstat is the merged view's lstat of key.
+func (d *Draft) lstat(key string) (fs.FileInfo, error) {
+	d.mu.RLock()
+	p := d.peek(key)
+	d.mu.RUnlock()
+	return d.describe(key, p)
+}
+
+// lstatLocked is lstat for callers holding d.mu.
+func (d *Draft) lstatLocked(key string) (*fileInfo, error) {
+	fi, err := d.describe(key, d.peek(key))
+	if err != nil {
+		return nil, err
+	}
+	return fi.(*fileInfo), nil
+}
+
+func (d *Draft) describe(key string, p peeked) (fs.FileInfo, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	name := baseOf(key)
+	if key == "" {
+		name = "/"
+	}
+	if p.ino != 0 {
+		return d.draftInfo(name, key, p.ino, &p.n, p.nlink)
+	}
+	fi, err := d.lowerStat(name, p.w.lower)
+	if err != nil && p.implicit && errors.Is(err, fs.ErrNotExist) {
+		// The draft has entries below a directory the disk lost.
+		now := time.Now()
+		return &fileInfo{name: name, mode: fs.ModeDir | 0o755, mtime: now,
+			attr: Attr{Ino: syntheticIno(key), Nlink: 2, Atime: now, Ctime: now}}, nil
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, &fs.PathError{Op: "lstat", Path: "/" + key, Err: pe.Err}
+		}
+		return nil, err
+	}
+	return fi, nil
+}
+
+// draftInfo describes a draft inode.
+func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*fileInfo, error) {
+	i := &fileInfo{name: name, mode: n.Mode, attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid)}}
+	switch {
+	case n.Data:
+		fi, err := os.Lstat(d.dataPath(ino))
+		if err != nil {
+			return nil, &fs.PathError{Op: "lstat", Path: "/" + key, Err: err}
+		}
+		i.size, i.mtime = fi.Size(), fi.ModTime()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			i.attr.Atime = timeOf(st.Atim)
+			i.attr.Ctime = timeOf(st.Ctim)
+			i.attr.Blocks = st.Blocks
+		}
+		return i, nil
+	case n.Mode.IsDir():
+		i.size, i.attr.Nlink = 4096, 2
+	default:
+		i.size = int64(len(n.Target))
+	}
+	i.mtime = time.Unix(0, n.Mtime)
+	i.attr.Atime, i.attr.Ctime = i.mtime, i.mtime
+	return i, nil
+}
+
+// maxSymlinks is how many symlinks one lookup follows before ELOOP.
+const maxSymlinks = 40
+
+// follow resolves symlinks at the end of key, inside the view: a target
+// that leaves the workspace is refused with ErrOutside.
+func (d *Draft) follow(key string) (string, error) {
+	for range maxSymlinks {
+		fi, err := d.lstat(key)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return key, nil // a missing target is the caller's ENOENT
+		}
+		target, err := d.readlink(key)
+		if err != nil {
+			return "", err
+		}
+		next, err := d.linkTarget(key, target)
+		if err != nil {
+			return "", err
+		}
+		key = next
+	}
+	return "", pathErr("open", key, syscall.ELOOP)
+}
+
+// linkTarget is the key a symlink at key points to, if inside the view.
+func (d *Draft) linkTarget(key, target string) (string, error) {
+	if path.IsAbs(target) {
+		rel, err := d.w.Rel(target)
+		if err != nil {
+			return "", &fs.PathError{Op: "follow", Path: "/" + key, Err: ErrOutside}
+		}
+		return rel, nil
+	}
+	rel := path.Clean(path.Join(parentOf(key), target))
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", &fs.PathError{Op: "follow", Path: "/" + key, Err: ErrOutside}
+	}
+	if rel == "." {
+		rel = ""
+	}
+	return rel, nil
+}
+
+// Resolve turns a path from an agent-facing caller into a key of the
+// view, refusing paths outside the workspace and symlinks (in any
+// element) that lead out of it. The path need not exist.
+func (d *Draft) Resolve(p string) (string, error) {
+	key, err := d.w.Rel(p)
+	if err != nil {
+		return "", err
+	}
+	var done string
+	rest := key
+	for hops := 0; rest != ""; {
+		elem, tail, _ := strings.Cut(rest, "/")
+		next := join(done, elem)
+		fi, err := d.lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			done, rest = next, tail
+			continue
+		}
+		if hops++; hops > maxSymlinks {
+			return "", pathErr("resolve", key, syscall.ELOOP)
+		}
+		target, err := d.readlink(next)
+		if err != nil {
+			return "", err
+		}
+		to, err := d.linkTarget(next, target)
+		if err != nil {
+			return "", err
+		}
+		done, rest = "", join(to, tail)
+	}
+	return done, nil
+}
+
+// Readlink returns a symlink's target.
+func (f *Fs) Readlink(name string) (string, error) { return f.d.readlink(clean(name)) }
+
+// ReadlinkIfPossible implements afero.LinkReader.
+func (f *Fs) ReadlinkIfPossible(name string) (string, error) { return f.Readlink(name) }
+
+func (d *Draft) readlink(key string) (string, error) {
+	d.mu.RLock()
+	p := d.peek(key)
+	d.mu.RUnlock()
+	return d.readlinkPeeked(key, p)
+}
+
+func (d *Draft) readlinkPeeked(key string, p peeked) (string, error) {
+	if p.err != nil {
+		return "", p.err
+	}
+	if p.ino != 0 {
+		if p.n.Mode&fs.ModeSymlink == 0 {
+			return "", pathErr("readlink", key, syscall.EINVAL)
+		}
+		return p.n.Target, nil
+	}
+	fi, err := d.lowerStat(baseOf(key), p.w.lower)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return "", pathErr("readlink", key, syscall.EINVAL)
+	}
+	return d.readlinkLower(p.w.lower)
+}

@@ -1,0 +1,297 @@
+package overlay
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Remove implements afero.Fs: a file, a symlink or an empty directory.
+// What the lower layers hold there is hidden by a whiteout.
+func (f *Fs) Remove(name string) error {
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.removeLocked(clean(name), true, f.src)
+}
+
+// Unlink removes a non-directory (unlink(2)).
+func (f *Fs) Unlink(name string) error {
+	key := clean(name)
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fi, err := d.lstatLocked(key)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return pathErr("unlink", key, syscall.EISDIR)
+	}
+	return d.removeLocked(key, true, f.src)
+}
+
+// Rmdir removes an empty directory (rmdir(2)).
+func (f *Fs) Rmdir(name string) error {
+	key := clean(name)
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fi, err := d.lstatLocked(key)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return pathErr("rmdir", key, syscall.ENOTDIR)
+	}
+	return d.removeLocked(key, true, f.src)
+}
+
+// RemoveAll implements afero.Fs: the whole tree goes in one change.
+func (f *Fs) RemoveAll(name string) error {
+	key := clean(name)
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.lstatLocked(key); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return d.removeLocked(key, false, f.src)
+}
+
+// removeLocked removes key and everything below it. Must be called with
+// d.mu held for writing.
+func (d *Draft) removeLocked(key string, mustBeEmpty bool, src Source) error {
+	if key == "" {
+		return pathErr("remove", key, syscall.EBUSY)
+	}
+	fi, err := d.lstatLocked(key)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() && mustBeEmpty {
+		w, err, own := d.peekDir(key)
+		ents, err := d.listDir(key, w, err, own)
+		if err != nil {
+			return err
+		}
+		if len(ents) > 0 {
+			return pathErr("remove", key, syscall.ENOTEMPTY)
+		}
+	}
+	b, err := d.baseFor(key)
+	if err != nil {
+		return err
+	}
+	t := &txn{}
+	d.dropBelow(t, key)
+	if err := d.hideLocked(t, key, b); err != nil {
+		return err
+	}
+	t.addLog(LogEntry{Op: "delete", Path: key, Source: src})
+	if err := d.finish(t); err != nil {
+		return err
+	}
+	d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: ChangeRemove, Source: src})
+	return nil
+}
+
+// dropBelow deletes every entry strictly below key in t. Must be called
+// with d.mu held.
+func (d *Draft) dropBelow(t *txn, key string) {
+	for _, k := range d.keysBelow(key) {
+		t.putEntry(k, nil)
+	}
+}
+
+// keysBelow lists the entries strictly below key, parents first. Must be
+// called with d.mu held.
+func (d *Draft) keysBelow(key string) []string {
+	var out []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		for name := range d.children[dir] {
+			k := join(dir, name)
+			out = append(out, k)
+			walk(k)
+		}
+	}
+	walk(key)
+	return out
+}
+
+// hideLocked puts in t what key becomes once its object is gone: a
+// whiteout when lower content would show through, else nothing. Must be
+// called with d.mu held.
+func (d *Draft) hideLocked(t *txn, key string, b *base) error {
+	lp, ok := d.lowerPathOf(key)
+	if ok {
+		exists, err := d.lowerExists(lp)
+		if err != nil {
+			return err
+		}
+		if exists {
+			t.putEntry(key, &entry{Kind: kindWhiteout, Base: b})
+			return nil
+		}
+	}
+	t.putEntry(key, nil)
+	return nil
+}
+
+// Attrs is a change of a path's own metadata (setattr); nil fields stay.
+type Attrs struct {
+	Mode  *fs.FileMode // permission bits
+	Uid   *int
+	Gid   *int
+	Size  *int64
+	Atime *time.Time
+	Mtime *time.Time
+}
+
+// Setattr changes the metadata of name itself, not following a final
+// symlink. A lower file is copied up first; a lower directory gets a
+// draft entry whose content still shows through.
+func (f *Fs) Setattr(name string, a Attrs) error {
+	key := clean(name)
+	d := f.d
+	d.mu.Lock()
+	p := d.peek(key)
+	fi, err := d.describe(key, p)
+	if err != nil {
+		d.mu.Unlock()
+		return err
+	}
+	var ino uint64
+	switch {
+	case fi.IsDir():
+		if a.Size != nil {
+			err = pathErr("truncate", key, syscall.EISDIR)
+			break
+		}
+		ino, err = d.copyUpDirLocked(key, p, f.src)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if a.Size != nil {
+			err = pathErr("truncate", key, syscall.EINVAL)
+			break
+		}
+		ino, err = d.symlinkUpLocked(key, p, f.src)
+	default:
+		keep := a.Size == nil || *a.Size > 0
+		ino, err = d.copyUpLocked(key, p, keep, f.src)
+	}
+	if err == nil {
+		err = d.setattrLocked(key, ino, a, f.src)
+	}
+	d.mu.Unlock()
+	if err == nil {
+		kind := ChangeAttr
+		if a.Size != nil {
+			kind = ChangeWrite
+		}
+		d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: kind, Source: f.src})
+	}
+	return err
+}
+
+// setattrLocked applies a to a draft inode. Must be called with d.mu held
+// for writing.
+func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error {
+	n := *d.inodes[ino]
+	changed := false
+	if a.Mode != nil {
+		n.Mode = n.Mode&^permBits | *a.Mode&permBits
+		changed = true
+	}
+	if a.Uid != nil {
+		n.Uid, changed = *a.Uid, true
+	}
+	if a.Gid != nil {
+		n.Gid, changed = *a.Gid, true
+	}
+	if n.Data {
+		if a.Size != nil {
+			if err := os.Truncate(d.dataPath(ino), *a.Size); err != nil {
+				return &fs.PathError{Op: "truncate", Path: "/" + key, Err: errors.Unwrap(err)}
+			}
+		}
+		if a.Atime != nil || a.Mtime != nil {
+			fi, err := os.Stat(d.dataPath(ino))
+			if err != nil {
+				return err
+			}
+			at, mt := fi.ModTime(), fi.ModTime()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				at = timeOf(st.Atim)
+			}
+			if a.Atime != nil {
+				at = *a.Atime
+			}
+			if a.Mtime != nil {
+				mt = *a.Mtime
+			}
+			if err := os.Chtimes(d.dataPath(ino), at, mt); err != nil {
+				return err
+			}
+		}
+	} else if a.Mtime != nil {
+		n.Mtime, changed = a.Mtime.UnixNano(), true
+	}
+	if !changed {
+		return nil
+	}
+	t := &txn{}
+	t.putInode(ino, &n)
+	t.addLog(LogEntry{Op: "chmod", Path: key, Source: src})
+	return d.finish(t)
+}
+
+// Chmod implements afero.Fs (following symlinks).
+func (f *Fs) Chmod(name string, mode fs.FileMode) error {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return err
+	}
+	return f.Setattr(key, Attrs{Mode: &mode})
+}
+
+// Chown implements afero.Fs (following symlinks).
+func (f *Fs) Chown(name string, uid, gid int) error {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return err
+	}
+	a := Attrs{}
+	if uid >= 0 {
+		a.Uid = &uid
+	}
+	if gid >= 0 {
+		a.Gid = &gid
+	}
+	return f.Setattr(key, a)
+}
+
+// Chtimes implements afero.Fs (following symlinks).
+func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return err
+	}
+	return f.Setattr(key, Attrs{Atime: &atime, Mtime: &mtime})
+}
+
+// Truncate changes a file's size (following symlinks).
+func (f *Fs) Truncate(name string, size int64) error {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return err
+	}
+	if size < 0 {
+		return pathErr("truncate", key, syscall.EINVAL)
+	}
+	return f.Setattr(key, Attrs{Size: &size})
+}

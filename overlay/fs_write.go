@@ -1,0 +1,433 @@
+package overlay
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// permBits are the mode bits a chmod may set.
+const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREATE | os.O_TRUNC
+
+// Create implements afero.Fs.
+func (f *Fs) Create(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+// Open implements afero.Fs.
+func (f *Fs) Open(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDONLY, 0)
+}
+
+// OpenFile implements afero.Fs with os.OpenFile's semantics. Opening a
+// lower file for writing copies it up into the draft first (without its
+// content when O_TRUNC is given).
+func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
+	key := clean(name)
+	if flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL {
+		k, err := f.d.follow(key)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	if flag&writeFlags == 0 {
+		return f.d.openRead(key, name)
+	}
+	return f.d.openWrite(key, name, flag, perm, f.src)
+}
+
+func (d *Draft) openRead(key, name string) (afero.File, error) {
+	d.mu.RLock()
+	p := d.peek(key)
+	d.mu.RUnlock()
+	fi, err := d.describe(key, p)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		return &dirFile{name: name, key: key, d: d}, nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, pathErr("open", key, syscall.ELOOP)
+	case p.ino != 0:
+		f, err := os.Open(d.dataPath(p.ino))
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
+		}
+		return &dataFile{File: f, name: name, d: d, key: key, ino: p.ino}, nil
+	}
+	return &lowerFile{name: name, key: key, lower: p.w.lower, d: d}, nil
+}
+
+func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Source) (afero.File, error) {
+	d.mu.Lock()
+	p := d.peek(key)
+	fi, err := d.describe(key, p)
+	var ino uint64
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	case err != nil && flag&os.O_CREATE == 0:
+	case err != nil:
+		ino, err = d.createLocked(key, kindFile, perm, "", src)
+	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		err = pathErr("open", key, syscall.EEXIST)
+	case fi.IsDir():
+		err = pathErr("open", key, syscall.EISDIR)
+	default:
+		ino, err = d.copyUpLocked(key, p, flag&os.O_TRUNC == 0, src)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	fd, err := os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
+	}
+	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src}, nil
+}
+
+// createLocked makes a new object at key, which must not exist. Must be
+// called with d.mu held for writing.
+func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string, src Source) (uint64, error) {
+	if key == "" {
+		return 0, pathErr("create", key, syscall.EEXIST)
+	}
+	pfi, err := d.lstatLocked(parentOf(key))
+	if err != nil {
+		return 0, err
+	}
+	if !pfi.IsDir() {
+		return 0, pathErr("create", key, syscall.ENOTDIR)
+	}
+	b, err := d.baseFor(key)
+	if err != nil {
+		return 0, err
+	}
+	t := &txn{}
+	ino := d.allocIno(t)
+	n := &inode{Mode: mode & permBits, Target: target, Mtime: time.Now().UnixNano(), Uid: os.Getuid(), Gid: os.Getgid()}
+	e := &entry{Kind: k, Ino: ino, Base: b}
+	op := "create"
+	switch k {
+	case kindDir:
+		n.Mode |= fs.ModeDir
+		e.Opaque = true
+		op = "mkdir"
+	case kindSymlink:
+		n.Mode = fs.ModeSymlink | 0o777
+		op = "symlink"
+	case kindFile:
+		n.Data = true
+		fd, err := os.OpenFile(d.dataPath(ino), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		fd.Close()
+	}
+	t.putEntry(key, e)
+	t.putInode(ino, n)
+	t.addLog(LogEntry{Op: op, Path: key, Source: src})
+	if err := d.finish(t); err != nil {
+		return 0, err
+	}
+	d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: ChangeCreate, Source: src})
+	return ino, nil
+}
+
+// copyUpLocked makes the file at key a draft file and returns its inode:
+// its lower content copied (when keep) into a new data file that keeps
+// the lower inode number, mode, owner and mtime, and its base recorded.
+// Must be called with d.mu held for writing.
+func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint64, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	if p.ino != 0 {
+		if !p.n.Data {
+			return 0, pathErr("open", key, syscall.EISDIR)
+		}
+		return p.ino, nil
+	}
+	fi, err := d.lowerStat(baseOf(key), p.w.lower)
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, pathErr("open", key, syscall.EINVAL)
+	}
+	var b *base
+	var origin string
+	if p.w.e != nil { // a renamed file: its base is the path's own
+		b, origin = p.w.e.Base, p.w.e.Origin
+	} else if b, err = d.recordBase(p.w.lower, true); err != nil {
+		return 0, err
+	}
+	t := &txn{}
+	ino := fi.attr.Ino
+	if _, taken := d.inodes[ino]; taken || fi.attr.Nlink > 1 || ino == 0 {
+		// Another name of a disk hard link keeps the disk's number.
+		ino = d.allocIno(t)
+	}
+	if err := d.copyContent(ino, p.w.lower, keep, fi.ModTime()); err != nil {
+		return 0, err
+	}
+	t.putEntry(key, &entry{Kind: kindFile, Ino: ino, Origin: origin, Base: b})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Data: true, Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
+	return ino, d.finish(t)
+}
+
+// copyContent writes a data file with the lower content at lower.
+func (d *Draft) copyContent(ino uint64, lower string, keep bool, mtime time.Time) error {
+	dst, err := os.OpenFile(d.dataPath(ino), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if keep {
+		r, _, err := d.openLower(lower)
+		if err != nil {
+			dst.Close()
+			return err
+		}
+		_, err = io.Copy(dst, r)
+		r.Close()
+		if err != nil {
+			dst.Close()
+			return err
+		}
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	if keep {
+		return os.Chtimes(d.dataPath(ino), mtime, mtime)
+	}
+	return nil
+}
+
+// copyUpDirLocked gives a lower directory a draft entry, for a change of
+// its own metadata; its content keeps showing through. Must be called
+// with d.mu held for writing.
+func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error) {
+	if p.ino != 0 {
+		return p.ino, nil
+	}
+	fi, err := d.lowerStat(baseOf(key), p.w.lower)
+	if err != nil {
+		return 0, err
+	}
+	t := &txn{}
+	ino := fi.attr.Ino
+	if _, taken := d.inodes[ino]; taken || ino == 0 {
+		ino = d.allocIno(t)
+	}
+	e := &entry{Kind: kindDir, Ino: ino, Base: &base{Path: p.w.lower, Exists: true, Kind: kindDir, Mode: fi.Mode()}}
+	if p.w.e != nil {
+		e.Origin, e.Base = p.w.e.Origin, p.w.e.Base
+	} else if lp, _ := d.lowerPathOf(key); lp != p.w.lower {
+		e.Origin = p.w.lower
+	}
+	t.putEntry(key, e)
+	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.addLog(LogEntry{Op: "chmod", Path: key, Source: src})
+	return ino, d.finish(t)
+}
+
+// finish applies t and then releases the inodes no entry names any more
+// (their data files go; open handles keep reading them). Must be called
+// with d.mu held for writing.
+func (d *Draft) finish(t *txn) error {
+	counts := map[uint64]int{}
+	for k, e := range t.entries {
+		if old := d.entries[k]; old != nil && old.Ino != 0 {
+			if _, ok := counts[old.Ino]; !ok {
+				counts[old.Ino] = d.links[old.Ino]
+			}
+			counts[old.Ino]--
+		}
+		if e != nil && e.Ino != 0 {
+			if _, ok := counts[e.Ino]; !ok {
+				counts[e.Ino] = d.links[e.Ino]
+			}
+			counts[e.Ino]++
+		}
+	}
+	var gone []uint64
+	for ino, c := range counts {
+		if c <= 0 {
+			if n, ok := d.inodes[ino]; ok || t.inodes[ino] != nil {
+				t.putInode(ino, nil)
+				if n != nil && n.Data {
+					gone = append(gone, ino)
+				}
+			}
+		}
+	}
+	if err := d.apply(t); err != nil {
+		return err
+	}
+	for _, ino := range gone {
+		os.Remove(d.dataPath(ino))
+	}
+	return nil
+}
+
+// Mkdir implements afero.Fs.
+func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
+	key := clean(name)
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.lstatLocked(key); err == nil {
+		return pathErr("mkdir", key, syscall.EEXIST)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	_, err := d.createLocked(key, kindDir, perm, "", f.src)
+	return err
+}
+
+// MkdirAll implements afero.Fs.
+func (f *Fs) MkdirAll(name string, perm fs.FileMode) error {
+	key := clean(name)
+	var done string
+	for _, elem := range splitKey(key) {
+		done = join(done, elem)
+		fi, err := f.d.lstat(done)
+		if err == nil && !fi.IsDir() {
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				if t, ferr := f.d.follow(done); ferr == nil {
+					if tfi, serr := f.d.lstat(t); serr == nil && tfi.IsDir() {
+						continue
+					}
+				}
+			}
+			return pathErr("mkdir", done, syscall.ENOTDIR)
+		}
+		if err == nil {
+			continue
+		}
+		if err := f.Mkdir(done, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitKey(key string) []string {
+	if key == "" {
+		return nil
+	}
+	return strings.Split(key, "/")
+}
+
+// Symlink creates newname pointing to target.
+func (f *Fs) Symlink(target, newname string) error {
+	key := clean(newname)
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.lstatLocked(key); err == nil {
+		return pathErr("symlink", key, syscall.EEXIST)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	_, err := d.createLocked(key, kindSymlink, 0o777, target, f.src)
+	return err
+}
+
+// SymlinkIfPossible implements afero.Linker.
+func (f *Fs) SymlinkIfPossible(oldname, newname string) error { return f.Symlink(oldname, newname) }
+
+// Link makes newname a second name of the file oldname: both see the same
+// content afterwards.
+func (f *Fs) Link(oldname, newname string) error {
+	src, dst := clean(oldname), clean(newname)
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.peek(src)
+	fi, err := d.describe(src, p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return pathErr("link", src, syscall.EPERM)
+	}
+	if _, err := d.lstatLocked(dst); err == nil {
+		return pathErr("link", dst, syscall.EEXIST)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	pfi, err := d.lstatLocked(parentOf(dst))
+	if err != nil {
+		return err
+	}
+	if !pfi.IsDir() {
+		return pathErr("link", dst, syscall.ENOTDIR)
+	}
+	var ino uint64
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		ino, err = d.symlinkUpLocked(src, p, f.src)
+	} else {
+		ino, err = d.copyUpLocked(src, p, true, f.src)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := d.baseFor(dst)
+	if err != nil {
+		return err
+	}
+	t := &txn{}
+	t.putEntry(dst, &entry{Kind: kindOf(fi.Mode()), Ino: ino, Base: b})
+	t.addLog(LogEntry{Op: "link", Path: dst, From: src, Source: f.src})
+	if err := d.finish(t); err != nil {
+		return err
+	}
+	d.w.feed.publish(Change{Draft: d.name, Path: dst, Kind: ChangeCreate, Source: f.src},
+		Change{Draft: d.name, Path: src, Kind: ChangeAttr, Source: f.src})
+	return nil
+}
+
+// symlinkUpLocked gives a lower symlink a draft inode. Must be called
+// with d.mu held for writing.
+func (d *Draft) symlinkUpLocked(key string, p peeked, src Source) (uint64, error) {
+	if p.ino != 0 {
+		return p.ino, nil
+	}
+	target, err := d.readlinkPeeked(key, p)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := d.lowerStat(baseOf(key), p.w.lower)
+	if err != nil {
+		return 0, err
+	}
+	var b *base
+	var origin string
+	if p.w.e != nil {
+		b, origin = p.w.e.Base, p.w.e.Origin
+	} else if b, err = d.recordBase(p.w.lower, true); err != nil {
+		return 0, err
+	}
+	t := &txn{}
+	ino := d.allocIno(t)
+	t.putEntry(key, &entry{Kind: kindSymlink, Ino: ino, Origin: origin, Base: b})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Target: target, Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
+	return ino, d.finish(t)
+}
+
+// Sync makes every acknowledged change of the draft durable on disk.
+func (f *Fs) Sync() error { return f.d.st.sync() }

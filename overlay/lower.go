@@ -1,0 +1,161 @@
+package overlay
+
+import (
+	"bytes"
+	"errors"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/buffers"
+)
+
+// Attr is the part of a merged-view file's metadata that fs.FileInfo has
+// no field for. FileInfo.Sys of every info this package returns is *Attr.
+type Attr struct {
+	Ino    uint64
+	Nlink  uint32
+	Uid    uint32
+	Gid    uint32
+	Atime  time.Time
+	Ctime  time.Time
+	Blocks int64
+	Rdev   uint64
+}
+
+// fileInfo is the fs.FileInfo of the merged view.
+type fileInfo struct {
+	name  string
+	size  int64
+	mode  fs.FileMode
+	mtime time.Time
+	attr  Attr
+}
+
+func (i *fileInfo) Name() string       { return i.name }
+func (i *fileInfo) Size() int64        { return i.size }
+func (i *fileInfo) Mode() fs.FileMode  { return i.mode }
+func (i *fileInfo) ModTime() time.Time { return i.mtime }
+func (i *fileInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i *fileInfo) Sys() any           { return &i.attr }
+
+// infoFrom converts a disk layer's info, keeping what the OS told.
+func infoFrom(name, lowerPath string, fi fs.FileInfo) *fileInfo {
+	i := &fileInfo{name: name, size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		i.attr = Attr{
+			Ino: st.Ino, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid,
+			Atime:  timeOf(st.Atim),
+			Ctime:  timeOf(st.Ctim),
+			Blocks: st.Blocks, Rdev: st.Rdev,
+		}
+		return i
+	}
+	i.attr = Attr{Ino: syntheticIno(lowerPath), Nlink: 1, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: i.mtime, Ctime: i.mtime}
+	if i.mode.IsDir() {
+		i.attr.Nlink = 2
+	}
+	return i
+}
+
+// syntheticIno numbers lower objects of a disk layer that has no inode
+// numbers (afero's MemMapFs in tests): stable per lower path, below the
+// draft's own range.
+func syntheticIno(lowerPath string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(lowerPath))
+	return h.Sum64()>>2 | 1<<62
+}
+
+// dirtyBuffer returns the unsaved editor text at a lower path, if any.
+func (d *Draft) dirtyBuffer(lowerPath string) (buffers.Snapshot, bool) {
+	if lowerPath == "" {
+		return buffers.Snapshot{}, false
+	}
+	s, ok := d.w.bufs.Get(lowerPath)
+	if !ok || !s.Dirty {
+		return buffers.Snapshot{}, false
+	}
+	return s, true
+}
+
+// lowerStat describes what the lower layers hold at lowerPath (a dirty
+// buffer over the disk), named name. Never follows a final symlink.
+func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
+	fi, err := lstatDisk(d.w.disk, lowerPath)
+	if s, ok := d.dirtyBuffer(lowerPath); ok && (err != nil || !fi.IsDir()) {
+		i := &fileInfo{name: name, size: int64(len(s.Text)), mode: 0o644, mtime: s.Modified}
+		if err == nil {
+			i = infoFrom(name, lowerPath, fi)
+			i.size, i.mtime = int64(len(s.Text)), s.Modified
+			i.mode = fi.Mode().Perm()
+		} else {
+			i.attr = Attr{Ino: syntheticIno(lowerPath), Nlink: 1, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: s.Modified, Ctime: s.Modified}
+		}
+		return i, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return infoFrom(name, lowerPath, fi), nil
+}
+
+// lstatDisk stats a disk path without following a final symlink.
+func lstatDisk(disk afero.Fs, p string) (fs.FileInfo, error) {
+	if l, ok := disk.(afero.Lstater); ok {
+		fi, _, err := l.LstatIfPossible(diskName(p))
+		return fi, err
+	}
+	return disk.Stat(diskName(p))
+}
+
+// diskName turns a workspace key into a name for the disk layer.
+func diskName(key string) string { return "/" + key }
+
+// readLower returns the whole content the lower layers hold at a path
+// that is a regular file (or a dirty buffer), and the buffer version it
+// came from (0 for disk).
+func (d *Draft) readLower(lowerPath string) ([]byte, int64, error) {
+	if s, ok := d.dirtyBuffer(lowerPath); ok {
+		return s.Text, s.Version, nil
+	}
+	b, err := afero.ReadFile(d.w.disk, diskName(lowerPath))
+	return b, 0, err
+}
+
+// openLower opens the lower content at a path that is a regular file.
+func (d *Draft) openLower(lowerPath string) (io.ReadCloser, int64, error) {
+	if s, ok := d.dirtyBuffer(lowerPath); ok {
+		return io.NopCloser(bytes.NewReader(s.Text)), s.Version, nil
+	}
+	f, err := d.w.disk.Open(diskName(lowerPath))
+	return f, 0, err
+}
+
+// readlinkLower reads a lower symlink.
+func (d *Draft) readlinkLower(lowerPath string) (string, error) {
+	if r, ok := d.w.disk.(afero.LinkReader); ok {
+		return r.ReadlinkIfPossible(diskName(lowerPath))
+	}
+	return "", pathErr("readlink", lowerPath, syscall.EINVAL)
+}
+
+// lowerExists reports whether anything shows at lowerPath in the lower
+// layers.
+func (d *Draft) lowerExists(lowerPath string) (bool, error) {
+	_, err := d.lowerStat(baseOf(lowerPath), lowerPath)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return false, nil
+	}
+	return false, err
+}
+
+func timeOf(ts syscall.Timespec) time.Time { return time.Unix(ts.Unix()) }

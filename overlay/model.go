@@ -1,0 +1,104 @@
+package overlay
+
+import (
+	"io/fs"
+	"time"
+)
+
+// kind is what a draft entry holds.
+type kind uint8
+
+const (
+	kindWhiteout kind = iota + 1 // the path is deleted in the draft
+	kindDir
+	kindFile
+	kindSymlink
+)
+
+func kindOf(m fs.FileMode) kind {
+	switch {
+	case m.IsDir():
+		return kindDir
+	case m&fs.ModeSymlink != 0:
+		return kindSymlink
+	}
+	return kindFile
+}
+
+// entry is one path of the draft. Persisted as JSON in the "entries"
+// bucket under its key.
+type entry struct {
+	Kind kind `json:"k"`
+	// Ino names the draft inode holding the object. It is 0 for whiteouts
+	// and for a renamed file or symlink whose content is still its
+	// origin's (a redirect, resolved lazily).
+	Ino uint64 `json:"i,omitempty"`
+	// Opaque: a directory through which nothing below shows (it was
+	// removed and made again in the draft).
+	Opaque bool `json:"o,omitempty"`
+	// Origin is the lower path this entry came from by rename: a
+	// directory's lower content is read there, and a redirect's object.
+	Origin string `json:"r,omitempty"`
+	// Base is what the path held in the lower layers when the draft first
+	// changed it; commit detects conflicts against it.
+	Base *base `json:"b,omitempty"`
+}
+
+// redirect reports whether the entry's object is still its origin's.
+func (e *entry) redirect() bool {
+	return e.Ino == 0 && e.Kind != kindWhiteout
+}
+
+// inode is an object owned by the draft. Persisted as JSON in the
+// "inodes" bucket.
+type inode struct {
+	Mode fs.FileMode `json:"m"` // type and permission bits
+	// Data: the content lives in the draft's data directory; size and
+	// mtime are the data file's own.
+	Data   bool              `json:"d,omitempty"`
+	Target string            `json:"t,omitempty"`  // symlink target
+	Mtime  int64             `json:"mt,omitempty"` // ns, for directories and symlinks
+	Uid    int               `json:"u,omitempty"`
+	Gid    int               `json:"g,omitempty"`
+	Xattr  map[string][]byte `json:"x,omitempty"`
+}
+
+// base records what a path held in the lower layers before the draft
+// changed it: enough to tell later whether the user changed it since and
+// to merge 3-way (the content itself is kept as a blob named by Hash).
+type base struct {
+	Path   string      `json:"p"` // lower path it was read from
+	Exists bool        `json:"e"`
+	Kind   kind        `json:"k,omitempty"`
+	Mode   fs.FileMode `json:"m,omitempty"`
+	Hash   string      `json:"h,omitempty"` // sha256 of the content or symlink target
+	Size   int64       `json:"s,omitempty"`
+	Mtime  int64       `json:"t,omitempty"` // disk mtime in ns, when read from disk
+	// Version is the editor buffer's version when the base was read from
+	// an unsaved buffer, 0 when it came from disk.
+	Version int64 `json:"v,omitempty"`
+	Kept    bool  `json:"kept,omitempty"` // the content is stored as a blob
+}
+
+// Source says which front end made a change; it is recorded in the log.
+type Source string
+
+// The sources of changes.
+const (
+	SourceMount  Source = "mount"
+	SourceACP    Source = "acp"
+	SourceMCP    Source = "mcp"
+	SourceCLI    Source = "cli"
+	SourceEditor Source = "editor"
+	SourceDisk   Source = "disk"
+)
+
+// LogEntry is one operation in a draft's history.
+type LogEntry struct {
+	Time   time.Time `json:"time"`
+	Op     string    `json:"op"`
+	Path   string    `json:"path,omitempty"`
+	From   string    `json:"from,omitempty"`
+	Paths  []string  `json:"paths,omitempty"`
+	Source Source    `json:"source"`
+}

@@ -1,0 +1,251 @@
+package overlay
+
+import (
+	"io/fs"
+	"os"
+	"sort"
+)
+
+// Change kinds reported by Status.
+const (
+	StatusModified = "modified"
+	StatusAdded    = "added"
+	StatusDeleted  = "deleted"
+	StatusRenamed  = "renamed"
+)
+
+// StatusEntry is one changed path of a draft, as `draftfs status --json`
+// prints it. Directories carry a trailing "/" in Path.
+type StatusEntry struct {
+	Path     string `json:"path"`
+	Change   string `json:"change"`
+	From     string `json:"from,omitempty"`
+	Conflict bool   `json:"conflict"`
+}
+
+// Letter is the one-letter code of the change (M, A, D, R), or C when the
+// user changed the path since the agent's copy-up.
+func (s StatusEntry) Letter() string {
+	if s.Conflict {
+		return "C"
+	}
+	switch s.Change {
+	case StatusAdded:
+		return "A"
+	case StatusDeleted:
+		return "D"
+	case StatusRenamed:
+		return "R"
+	}
+	return "M"
+}
+
+// item is one reportable change: the entry at key, and for a rename the
+// whiteout that hides its origin.
+type item struct {
+	key    string
+	e      entry
+	change string
+	from   string // origin of a rename
+	source string // key of the whiteout at the rename's origin, if any
+	leaf   bool   // no draft entries below key
+}
+
+// items lists the draft's reportable changes, sorted by key. Must be
+// called with d.mu held.
+func (d *Draft) items() []item {
+	// Renames first, so the whiteouts at their origins are not reported
+	// as deletions of their own.
+	origins := map[string]string{} // lower path → key of the renamed entry
+	for k, e := range d.entries {
+		if from := d.renamedFrom(k, e); from != "" {
+			origins[from] = k
+		}
+	}
+	sources := map[string]string{} // renamed entry key → whiteout key
+	var out []item
+	for k, e := range d.entries {
+		it := item{key: k, e: *e, leaf: len(d.children[k]) == 0}
+		switch {
+		case e.Kind == kindWhiteout:
+			if e.Base == nil || !e.Base.Exists {
+				continue
+			}
+			if dst, ok := origins[e.Base.Path]; ok {
+				sources[dst] = k
+				continue
+			}
+			it.change = StatusDeleted
+		case d.renamedFrom(k, e) != "":
+			it.change, it.from = StatusRenamed, d.renamedFrom(k, e)
+		case e.Kind == kindDir:
+			n := d.inodes[e.Ino]
+			switch {
+			case e.Base == nil || !e.Base.Exists || e.Base.Kind != kindDir:
+				if !it.leaf && e.Base != nil && !e.Base.Exists {
+					continue // shown by what it contains
+				}
+				it.change = StatusAdded
+				if e.Base != nil && e.Base.Exists {
+					it.change = StatusModified
+				}
+			case e.Opaque || n.Mode.Perm() != e.Base.Mode.Perm():
+				it.change = StatusModified
+			default:
+				continue
+			}
+		case e.Base != nil && e.Base.Exists:
+			it.change = StatusModified
+		default:
+			it.change = StatusAdded
+		}
+		out = append(out, it)
+	}
+	for i := range out {
+		out[i].source = sources[out[i].key]
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// renamedFrom is the lower path an entry was renamed from, "" when it
+// was not renamed. Must be called with d.mu held.
+func (d *Draft) renamedFrom(key string, e *entry) string {
+	if e.Origin == "" || e.Kind == kindWhiteout {
+		return ""
+	}
+	if lp, ok := d.lowerPathOf(key); ok && lp == e.Origin {
+		return ""
+	}
+	return e.Origin
+}
+
+// selected reports whether an item is chosen by keys (nil: all).
+func (it item) selected(keys []string) bool {
+	if keys == nil {
+		return true
+	}
+	for _, k := range keys {
+		if within(it.key, k) || (it.from != "" && within(it.from, k)) || (it.source != "" && within(it.source, k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Status lists the draft's changes below keys (all when none), sorted by
+// path, each flagged when the user changed the path since the draft
+// first did.
+func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
+	if len(keys) == 0 {
+		keys = nil
+	}
+	d.mu.RLock()
+	items := d.items()
+	d.mu.RUnlock()
+	out := []StatusEntry{}
+	for _, it := range items {
+		if !it.selected(keys) {
+			continue
+		}
+		s, err := d.statusEntry(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// statusEntry reports one item, checking the user's side for a conflict.
+func (d *Draft) statusEntry(it item) (StatusEntry, error) {
+	s := StatusEntry{Path: it.key, Change: it.change, From: it.from}
+	if it.e.Kind == kindDir {
+		s.Path += "/"
+		if s.From != "" {
+			s.From += "/"
+		}
+	}
+	changed, err := d.baseChanged(it.e.Base)
+	s.Conflict = changed
+	return s, err
+}
+
+// baseChanged reports whether the lower layers no longer hold what the
+// base recorded: the user edited, saved, created or deleted the path
+// since the draft first changed it. Directories count as unchanged while
+// they stay directories.
+func (d *Draft) baseChanged(b *base) (bool, error) {
+	if b == nil {
+		return false, nil
+	}
+	fi, err := d.lowerStat(baseOf(b.Path), b.Path)
+	if err != nil {
+		return b.Exists, nil
+	}
+	if !b.Exists {
+		return true, nil
+	}
+	if kindOf(fi.Mode()) != b.Kind {
+		return true, nil
+	}
+	switch b.Kind {
+	case kindDir:
+		return false, nil
+	case kindSymlink:
+		t, err := d.readlinkLower(b.Path)
+		if err != nil {
+			return true, nil
+		}
+		return hashBytes([]byte(t)) != b.Hash, nil
+	}
+	if s, ok := d.dirtyBuffer(b.Path); ok {
+		if b.Version != 0 && s.Version == b.Version {
+			return false, nil
+		}
+		return hashBytes(s.Text) != b.Hash, nil
+	}
+	if b.Version == 0 && fi.Size() == b.Size && fi.ModTime().UnixNano() == b.Mtime {
+		return false, nil
+	}
+	if fi.Size() != b.Size {
+		return true, nil
+	}
+	cur, _, err := d.readLower(b.Path)
+	if err != nil {
+		return true, nil
+	}
+	return hashBytes(cur) != b.Hash, nil
+}
+
+// userContent is what the user has now at a lower path (the dirty buffer,
+// else the disk) and whether anything is there.
+func (d *Draft) userContent(lower string) ([]byte, bool, error) {
+	fi, err := d.lowerStat(baseOf(lower), lower)
+	if err != nil {
+		return nil, false, nil
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, err := d.readlinkLower(lower)
+		return []byte(t), err == nil, err
+	}
+	if fi.IsDir() {
+		return nil, true, nil
+	}
+	b, _, err := d.readLower(lower)
+	return b, err == nil, err
+}
+
+// draftContent is the content the draft holds for an entry.
+func (d *Draft) draftContent(e *entry, n *inode) ([]byte, error) {
+	switch {
+	case e.redirect():
+		b, _, err := d.userContent(e.Origin)
+		return b, err
+	case n.Mode&fs.ModeSymlink != 0:
+		return []byte(n.Target), nil
+	case n.Data:
+		return os.ReadFile(d.dataPath(e.Ino))
+	}
+	return nil, nil
+}

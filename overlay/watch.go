@@ -1,0 +1,87 @@
+package overlay
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watcher publishes changes made to the workspace on disk by anything
+// but draftfs (an editor's save, git checkout) on the change feed, so
+// front ends can drop what they cached. The merged view itself never
+// caches the disk, so it is correct without a watcher.
+type watcher struct {
+	w    *Workspace
+	fw   *fsnotify.Watcher
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newWatcher(w *Workspace) (*watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	x := &watcher{w: w, fw: fw, done: make(chan struct{})}
+	x.addTree(w.root)
+	x.wg.Add(1)
+	go x.run()
+	return x, nil
+}
+
+// addTree watches dir and every directory below it. Directories that
+// cannot be watched (permissions, the inotify limit) are skipped: their
+// changes still show, only without an event.
+func (x *watcher) addTree(dir string) {
+	filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if de.IsDir() {
+			if x.fw.Add(p) != nil {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+}
+
+func (x *watcher) run() {
+	defer x.wg.Done()
+	for {
+		select {
+		case <-x.done:
+			return
+		case ev, ok := <-x.fw.Events:
+			if !ok {
+				return
+			}
+			rel, err := filepath.Rel(x.w.root, ev.Name)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			key := clean(rel)
+			if ev.Has(fsnotify.Create) {
+				x.addTree(ev.Name)
+			}
+			x.w.feed.publish(Change{Path: key, Kind: ChangeDisk, Source: SourceDisk})
+		case err, ok := <-x.fw.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				x.w.feed.publish(Change{Kind: ChangeDisk, Source: SourceDisk, Overflow: true})
+			}
+		}
+	}
+}
+
+func (x *watcher) close() {
+	close(x.done)
+	x.fw.Close()
+	x.wg.Wait()
+}

@@ -1,0 +1,187 @@
+package overlay
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/buffers"
+)
+
+// DefaultDraft is the draft used when none is named.
+const DefaultDraft = "main"
+
+// Options configure a Workspace.
+type Options struct {
+	// Root is the workspace directory; made absolute.
+	Root string
+	// StateDir holds this workspace's drafts (see [StateDir]).
+	StateDir string
+	// Disk is the disk layer rooted at the workspace. Nil: the OS file
+	// system at Root.
+	Disk afero.Fs
+	// Buffers are the editor buffers. Nil: a new empty set.
+	Buffers *buffers.Set
+	// Watch the disk for changes made outside draftfs and publish them on
+	// the change feed.
+	Watch bool
+}
+
+// Workspace is the disk and editor buffers of one project, and its drafts.
+type Workspace struct {
+	root     string   // read only
+	stateDir string   // read only
+	disk     afero.Fs // read only
+	osDisk   bool     // read only: disk is the OS file system at root
+	bufs     *buffers.Set
+	feed     feed
+	stopBufs func()
+	watcher  *watcher
+
+	mu     sync.Mutex // protects the following
+	drafts map[string]*Draft
+	closed bool
+}
+
+// StateDir returns the state directory of a workspace below stateRoot:
+// one subdirectory per workspace, named after it and a hash of its path.
+func StateDir(stateRoot, workspace string) string {
+	sum := sha256.Sum256([]byte(workspace))
+	name := filepath.Base(workspace)
+	if name == "/" || name == "." {
+		name = "root"
+	}
+	return filepath.Join(stateRoot, name+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// Open opens a workspace's state, creating it when new, and finishes or
+// rolls back any commit a crash interrupted.
+func Open(opts Options) (*Workspace, error) {
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("overlay: workspace %q: %w", opts.Root, err)
+	}
+	osDisk := opts.Disk == nil
+	if opts.Disk == nil {
+		fi, err := os.Stat(root)
+		if err != nil {
+			return nil, fmt.Errorf("overlay: workspace: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("overlay: workspace %s is not a directory", root)
+		}
+		opts.Disk = afero.NewBasePathFs(afero.NewOsFs(), root)
+	}
+	if opts.StateDir == "" {
+		return nil, fmt.Errorf("overlay: no state directory given")
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("overlay: state directory: %w", err)
+	}
+	if opts.Buffers == nil {
+		opts.Buffers = buffers.NewSet()
+	}
+	w := &Workspace{
+		root:     root,
+		stateDir: opts.StateDir,
+		disk:     opts.Disk,
+		osDisk:   osDisk,
+		bufs:     opts.Buffers,
+		drafts:   map[string]*Draft{},
+	}
+	w.stopBufs = w.bufs.Watch(func(ev buffers.Event) {
+		w.feed.publish(Change{Path: ev.Path, Kind: ChangeBuffer, Source: SourceEditor})
+	})
+	if opts.Watch {
+		w.watcher, err = newWatcher(w)
+		if err != nil {
+			w.stopBufs()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Root is the workspace's absolute path.
+func (w *Workspace) Root() string { return w.root }
+
+// Buffers are the workspace's editor buffers.
+func (w *Workspace) Buffers() *buffers.Set { return w.bufs }
+
+// Disk is the disk layer.
+func (w *Workspace) Disk() afero.Fs { return w.disk }
+
+// Subscribe starts receiving every change to the merged views of the
+// workspace's drafts.
+func (w *Workspace) Subscribe() *Subscription { return w.feed.subscribe() }
+
+var draftName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Draft opens the named draft ("" is [DefaultDraft]), creating it when
+// new. The same *Draft is returned for the same name until Close.
+func (w *Workspace) Draft(name string) (*Draft, error) {
+	if name == "" {
+		name = DefaultDraft
+	}
+	if !draftName.MatchString(name) {
+		return nil, fmt.Errorf("overlay: draft name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, fmt.Errorf("overlay: workspace %s is closed", w.root)
+	}
+	if d, ok := w.drafts[name]; ok {
+		return d, nil
+	}
+	d, err := openDraft(w, name, filepath.Join(w.stateDir, "drafts", name))
+	if err != nil {
+		return nil, err
+	}
+	w.drafts[name] = d
+	return d, nil
+}
+
+// Drafts lists the drafts that exist in the state directory.
+func (w *Workspace) Drafts() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(w.stateDir, "drafts"))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("overlay: list drafts: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && draftName.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Close closes every open draft and stops watching.
+func (w *Workspace) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.stopBufs()
+	if w.watcher != nil {
+		w.watcher.close()
+	}
+	var first error
+	for _, d := range w.drafts {
+		if err := d.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
