@@ -76,6 +76,27 @@ func BenchmarkEdits10000(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/edit")
 }
 
+// BenchmarkEditLongLine: inserts at random UTF-16 columns of a 10 MiB
+// text with no line breaks (minified code): finding the column must not
+// scan the line.
+func BenchmarkEditLongLine(b *testing.B) {
+	s := NewSet()
+	text := bytes.ReplaceAll(codeText(10<<20), []byte{'\n'}, []byte{' '})
+	if err := s.Open("min.js", 1, text); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 3))
+	v := int64(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		v++
+		col := r.IntN(len(text) / 2)
+		if _, err := s.Edit("min.js", v, UTF16, []Edit{ed(0, col, 0, col, "x")}, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkGetAfterEdit: an edit, then a Get that must copy the 10 MiB.
 func BenchmarkGetAfterEdit(b *testing.B) {
 	s, lines := openBig(b)

@@ -25,7 +25,7 @@ func measure(b []byte) metrics {
 }
 
 // countLineEnds counts terminators with the SIMD-backed bytes.Count; the
-// "\r" passes are skipped for the common text that has none.
+// "\r\n" pass runs only for text that has a "\r".
 func countLineEnds(b []byte) int {
 	n := bytes.Count(b, []byte{'\n'})
 	if cr := bytes.Count(b, []byte{'\r'}); cr > 0 {
@@ -124,9 +124,13 @@ func legalCut(b []byte, q int) bool {
 	return !(b[q-1] == '\r' && b[q] == '\n') && runeStart(b, q) == q
 }
 
-// cutBefore returns the last legal cut at or before q. Sequential decoding
+// maxCutShift bounds how far cutBefore moves a cut: sequential decoding
 // starts a rune at least every four bytes, and the position before a
-// "\r" is always legal, so the search moves back at most four bytes.
+// "\r" is always legal.
+const maxCutShift = 4
+
+// cutBefore returns the last legal cut at or before q, at most
+// maxCutShift bytes back.
 func cutBefore(b []byte, q int) int {
 	for !legalCut(b, q) {
 		q--
@@ -135,9 +139,8 @@ func cutBefore(b []byte, q int) int {
 }
 
 // nthLineBreak returns the span of the k-th (k >= 1) line terminator in b,
-// which must hold at least k. "\r" is looked for only within each line
-// found by "\n", so text without it costs one IndexByte per line and no
-// call scans past the line it returns.
+// or len(b), len(b) if b has fewer. The text is scanned once for "\n" and
+// each line once more for "\r", never past the line returned.
 func nthLineBreak(b []byte, k int) (start, end int) {
 	for i := 0; i < len(b); {
 		s := indexFrom(b, i, '\n')

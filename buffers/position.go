@@ -36,6 +36,11 @@ type Edit struct {
 	Text  string
 }
 
+// String gives line:character, both 0-based.
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Character) }
+
+func (r Range) String() string { return r.Start.String() + "-" + r.End.String() }
+
 func (p Position) before(q Position) bool {
 	return p.Line < q.Line || p.Line == q.Line && p.Character < q.Character
 }
@@ -49,7 +54,7 @@ func (ed Edit) check(enc Encoding) error {
 	case enc != UTF8 && enc != UTF16:
 		return fmt.Errorf("unknown position encoding %d: %w", int(enc), ErrBadRange)
 	case r.Start.Line < 0 || r.Start.Character < 0 || r.End.Line < 0 || r.End.Character < 0:
-		return fmt.Errorf("negative position in %v: %w", r, ErrBadRange)
+		return fmt.Errorf("range %v has a negative position: %w", r, ErrBadRange)
 	case r.End.before(r.Start):
 		return fmt.Errorf("range %v ends before it starts: %w", r, ErrBadRange)
 	}

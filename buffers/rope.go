@@ -19,8 +19,9 @@ type node struct {
 
 // chunking bounds chunk sizes: larger chunks mean fewer nodes, smaller
 // ones less copying per edit. Every chunk holds at least min bytes unless
-// it is the only one, and at most max. Tests use tiny bounds to put chunk
-// boundaries everywhere.
+// it is the only one, and at most max. min must be more than context and
+// max at least 2*min+3*maxCutShift, so that halves of an oversized chunk
+// are big enough. Tests use tiny bounds to put boundaries everywhere.
 type chunking struct{ min, max int }
 
 // defaultChunking keeps a typing edit to about a kilobyte of copying and
@@ -127,10 +128,10 @@ func (c chunking) build(b []byte) *node {
 	if len(b) <= c.max {
 		return leaf(b)
 	}
-	// Equal pieces of at most max-context-1 bytes, each cut moved back to a
-	// legal position (at most four bytes), so no piece exceeds max and
-	// none falls below about (max-4)/2-4 >= min.
-	n := (len(b) + c.max - context - 2) / (c.max - context - 1)
+	// Equal pieces of at most max-maxCutShift bytes, each cut then moved
+	// back to a legal position, so no piece exceeds max and none falls
+	// below (max-maxCutShift)/2-maxCutShift, which is at least min.
+	n := (len(b) + c.max - maxCutShift - 1) / (c.max - maxCutShift)
 	var stack []*node // the right spine of the treap built so far
 	start := 0
 	for i := 1; i <= n; i++ {

@@ -57,11 +57,14 @@ func TestDifferential(t *testing.T) {
 		rounds = 10
 	}
 	for round := range rounds {
-		c := tinyChunking
-		if round%3 == 0 {
+		c, tokens := tinyChunking, r.IntN(3000)
+		switch round % 5 {
+		case 1, 3:
 			c = chunking{min: 64, max: 256}
+		case 4:
+			c, tokens = defaultChunking, 20000
 		}
-		text := randText(r, r.IntN(3000))
+		text := randText(r, tokens)
 		root := c.build(bytes.Clone(text))
 		checkRope(t, c, root)
 		for step := range 200 {

@@ -16,13 +16,13 @@ import (
 
 var (
 	// ErrNotOpen: no buffer is open at the path.
-	ErrNotOpen = errors.New("buffers: buffer not open")
+	ErrNotOpen = errors.New("buffer not open")
 	// ErrResync: the client's text and the buffer's differ (the length it
 	// sent does not match); it should send the full text again.
-	ErrResync = errors.New("buffers: text out of sync, full text needed")
+	ErrResync = errors.New("text out of sync: full text needed")
 	// ErrBadRange: an edit's range is negative or ends before it starts,
 	// or the position encoding is unknown.
-	ErrBadRange = errors.New("buffers: invalid range")
+	ErrBadRange = errors.New("invalid range")
 )
 
 // Snapshot is a buffer's state at one moment.
@@ -124,44 +124,40 @@ func (s *Set) Open(path string, version int64, text []byte) error {
 		return err
 	}
 	flat := append([]byte{}, text...)
-	root := s.chunking.build(flat)
-	for {
-		s.mu.RLock()
-		b := s.bufs[path]
-		s.mu.RUnlock()
-		if b == nil {
-			if s.openNew(path, version, root, flat) {
-				break
-			}
-			continue // another Open got there first
-		}
-		b.write.Lock()
-		b.mu.Lock()
-		ok := !b.closed
-		if ok {
-			b.store(root, flat, version)
-			s.emit(Event{Path: path, Kind: Opened, Version: version})
-		}
-		b.mu.Unlock()
-		b.write.Unlock()
-		if ok {
-			break
-		}
+	root := s.chunking.build(flat) // before any lock: may be megabytes
+	for !s.tryOpen(path, version, root, flat) {
 	}
 	s.deliver()
 	return nil
 }
 
-// openNew adds a new buffer unless one appeared at path meanwhile.
-func (s *Set) openNew(path string, version int64, root *node, flat []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.bufs[path] != nil {
+// tryOpen stores the text in the buffer at path, adding the buffer if
+// there is none. It returns false if it lost a race with another Open or
+// a Close of the path, and should be called again.
+func (s *Set) tryOpen(path string, version int64, root *node, flat []byte) bool {
+	s.mu.RLock()
+	b := s.bufs[path]
+	s.mu.RUnlock()
+	if b == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.bufs[path] != nil {
+			return false
+		}
+		b = &buffer{path: path}
+		b.store(root, flat, version)
+		s.bufs[path] = b
+		s.emit(Event{Path: path, Kind: Opened, Version: version})
+		return true
+	}
+	b.write.Lock()
+	defer b.write.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
 		return false
 	}
-	b := &buffer{path: path}
 	b.store(root, flat, version)
-	s.bufs[path] = b
 	s.emit(Event{Path: path, Kind: Opened, Version: version})
 	return true
 }

@@ -353,3 +353,43 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCloseRace: Open, Close and Edit of one path racing each other
+// still report a coherent history: nothing happens to a closed buffer.
+func TestOpenCloseRace(t *testing.T) {
+	s := NewSet()
+	open := false
+	s.Watch(func(e Event) {
+		switch {
+		case e.Kind == Opened:
+			open = true
+		case !open:
+			t.Errorf("%s while closed", e.Kind)
+		case e.Kind == Closed:
+			open = false
+		}
+	})
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Go(func() {
+			for i := range 500 {
+				var err error
+				switch g {
+				case 0:
+					err = s.Open("p", int64(i), []byte("text"))
+				case 1:
+					err = s.Close("p")
+				case 2:
+					_, err = s.Edit("p", int64(1000+i), UTF16, []Edit{ed(0, 0, 0, 0, "x")}, -1)
+				}
+				if err != nil && !errors.Is(err, ErrNotOpen) {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, ok := s.Get("p"); ok != open {
+		t.Errorf("Get finds the buffer: %v; events say open: %v", ok, open)
+	}
+}

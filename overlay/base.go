@@ -72,6 +72,7 @@ func writeFileAtomic(p string, content []byte, perm fs.FileMode) error {
 func (d *Draft) recordBase(lowerPath string, ok bool) (*base, error) {
 	b := &base{Path: lowerPath}
 	if !ok {
+		b.NoLower = true
 		return b, nil
 	}
 	fi, err := d.lowerStat(baseOf(lowerPath), lowerPath)

@@ -164,7 +164,7 @@ func (d *Draft) checkLocked(chosen map[string]*entry) (map[string][]byte, []Conf
 			}
 		case !changed:
 		case e.Kind == kindWhiteout:
-			if e.Base.Kind != kindDir {
+			if exists, _ := d.lowerExists(e.Base.Path); exists && e.Base.Kind != kindDir {
 				conflicts = append(conflicts, Conflict{k, "you changed the file the draft deletes"})
 			}
 		case e.Kind == kindDir:
@@ -269,7 +269,7 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			n = d.inodes[e.Ino]
 		}
 		replaces := false
-		if e.Base != nil && !movedAway[e.Base.Path] {
+		if e.Base != nil && !e.Base.NoLower && !movedAway[e.Base.Path] {
 			replaces, _ = d.diskHas(e.Base.Path)
 		}
 		op := commitOp{Path: k}

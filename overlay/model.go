@@ -67,13 +67,16 @@ type inode struct {
 // changed it: enough to tell later whether the user changed it since and
 // to merge 3-way (the content itself is kept as a blob named by Hash).
 type base struct {
-	Path   string      `json:"p"` // lower path it was read from
-	Exists bool        `json:"e"`
-	Kind   kind        `json:"k,omitempty"`
-	Mode   fs.FileMode `json:"m,omitempty"`
-	Hash   string      `json:"h,omitempty"` // sha256 of the content or symlink target
-	Size   int64       `json:"s,omitempty"`
-	Mtime  int64       `json:"t,omitempty"` // disk mtime in ns, when read from disk
+	Path string `json:"p"` // lower path it was read from
+	// NoLower: nothing below the draft can show at the path (it is under
+	// an opaque directory); the directory's own base speaks for it.
+	NoLower bool        `json:"n,omitempty"`
+	Exists  bool        `json:"e"`
+	Kind    kind        `json:"k,omitempty"`
+	Mode    fs.FileMode `json:"m,omitempty"`
+	Hash    string      `json:"h,omitempty"` // sha256 of the content or symlink target
+	Size    int64       `json:"s,omitempty"`
+	Mtime   int64       `json:"t,omitempty"` // disk mtime in ns, when read from disk
 	// Version is the editor buffer's version when the base was read from
 	// an unsaved buffer, 0 when it came from disk.
 	Version int64 `json:"v,omitempty"`

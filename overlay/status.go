@@ -176,7 +176,7 @@ func (d *Draft) statusEntry(it item) (StatusEntry, error) {
 // since the draft first changed it. Directories count as unchanged while
 // they stay directories.
 func (d *Draft) baseChanged(b *base) (bool, error) {
-	if b == nil {
+	if b == nil || b.NoLower {
 		return false, nil
 	}
 	fi, err := d.lowerStat(baseOf(b.Path), b.Path)

@@ -77,7 +77,7 @@ func Open(opts Options) (*Workspace, error) {
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("overlay: workspace %s is not a directory", root)
 		}
-		opts.Disk = afero.NewBasePathFs(afero.NewOsFs(), root)
+		opts.Disk = rootedOsFs{afero.NewBasePathFs(afero.NewOsFs(), root).(*afero.BasePathFs)}
 	}
 	if opts.StateDir == "" {
 		return nil, fmt.Errorf("overlay: no state directory given")
@@ -184,4 +184,17 @@ func (w *Workspace) Close() error {
 		}
 	}
 	return first
+}
+
+// rootedOsFs is the disk layer on the OS: afero's BasePathFs, except that a
+// symlink's target is kept as given (BasePathFs makes it absolute).
+type rootedOsFs struct{ *afero.BasePathFs }
+
+// SymlinkIfPossible implements afero.Linker.
+func (o rootedOsFs) SymlinkIfPossible(target, newname string) error {
+	p, err := o.RealPath(newname)
+	if err != nil {
+		return &os.LinkError{Op: "symlink", Old: target, New: newname, Err: err}
+	}
+	return os.Symlink(target, p)
 }

@@ -1,0 +1,238 @@
+package overlay
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// cmSetup makes a workspace on disk holding files (a value ending in "/"
+// makes a directory; "->target" a symlink) and opens its main draft.
+func cmSetup(t testing.TB, files map[string]string) (string, *Draft, *Fs) {
+	t.Helper()
+	root := t.TempDir()
+	cmWrite(t, root, files)
+	w, err := Open(Options{Root: root, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	d, err := w.Draft("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, d, d.Fs(SourceCLI)
+}
+
+func cmWrite(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		switch {
+		case strings.HasSuffix(p, "/"):
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(c, "->") {
+			if err := os.Symlink(c[2:], full); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// cmTree reads a directory tree: files as content, dirs as "/",
+// symlinks as "->target"; draftfs's own temp names must never remain.
+func cmTree(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		if strings.Contains(rel, ".draftfs-") {
+			t.Errorf("commit left %s behind", rel)
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			tg, _ := os.Readlink(p)
+			out[rel] = "->" + tg
+		case fi.IsDir():
+			out[rel+"/"] = "/"
+		default:
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func cmEqualTree(t testing.TB, root string, want map[string]string) {
+	t.Helper()
+	got := cmTree(t, root)
+	want = withParents(want)
+	for k, v := range want {
+		if strings.HasSuffix(k, "/") {
+			v = "/"
+		}
+		if got[k] != v {
+			t.Errorf("%s: got %q, want %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: unexpected on disk", k)
+		}
+	}
+}
+
+// withParents adds the directories that hold the given paths.
+func withParents(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+		for p := parentOf(strings.TrimSuffix(k, "/")); p != ""; p = parentOf(p) {
+			out[p+"/"] = "/"
+		}
+	}
+	return out
+}
+
+func cmStatus(t testing.TB, d *Draft) string {
+	t.Helper()
+	st, err := d.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, s := range st {
+		l := s.Letter() + " " + s.Path
+		if s.From != "" {
+			l = s.Letter() + " " + s.From + " -> " + s.Path
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommitMatrix commits each kind of change, checks disk and draft,
+// then undoes it and checks both are back.
+func TestCommitMatrix(t *testing.T) {
+	initial := map[string]string{
+		"a.txt": "alpha\n", "b.txt": "beta\n", "dir/": "", "dir/x": "x\n",
+		"dir/sub/y": "y\n", "link": "->a.txt", "keep/k": "k\n",
+	}
+	cases := []struct {
+		name   string
+		do     func(t *testing.T, f *Fs)
+		status string
+		after  map[string]string // changes to initial after commit ("-" deletes)
+	}{
+		{"modify", func(t *testing.T, f *Fs) {
+			must(t, afero.WriteFile(f, "a.txt", []byte("ALPHA\n"), 0o644))
+		}, "M a.txt", map[string]string{"a.txt": "ALPHA\n"}},
+		{"add nested", func(t *testing.T, f *Fs) {
+			must(t, f.MkdirAll("new/deep", 0o755))
+			must(t, afero.WriteFile(f, "new/deep/n.txt", []byte("n\n"), 0o644))
+		}, "A new/deep/n.txt", map[string]string{"new/": "", "new/deep/": "", "new/deep/n.txt": "n\n"}},
+		{"delete", func(t *testing.T, f *Fs) {
+			must(t, f.Remove("b.txt"))
+		}, "D b.txt", map[string]string{"b.txt": "-"}},
+		{"delete tree", func(t *testing.T, f *Fs) {
+			must(t, f.RemoveAll("dir"))
+		}, "D dir", map[string]string{"dir/": "-", "dir/x": "-", "dir/sub/y": "-"}},
+		{"rename file", func(t *testing.T, f *Fs) {
+			must(t, f.Rename("a.txt", "c.txt"))
+		}, "R a.txt -> c.txt", map[string]string{"a.txt": "-", "c.txt": "alpha\n"}},
+		{"rename dir with edit", func(t *testing.T, f *Fs) {
+			must(t, f.Rename("dir", "moved"))
+			must(t, afero.WriteFile(f, "moved/sub/y", []byte("Y\n"), 0o644))
+		}, "R dir/ -> moved/\nM moved/sub/y", map[string]string{"dir/": "-", "dir/x": "-", "dir/sub/y": "-",
+			"moved/": "", "moved/x": "x\n", "moved/sub/y": "Y\n"}},
+		{"swap", func(t *testing.T, f *Fs) {
+			must(t, f.Rename2("a.txt", "b.txt", RenameExchange))
+		}, "R b.txt -> a.txt\nR a.txt -> b.txt", map[string]string{"a.txt": "beta\n", "b.txt": "alpha\n"}},
+		{"atomic save over", func(t *testing.T, f *Fs) {
+			must(t, afero.WriteFile(f, ".a.txt.swp", []byte("saved\n"), 0o644))
+			must(t, f.Rename(".a.txt.swp", "a.txt"))
+		}, "M a.txt", map[string]string{"a.txt": "saved\n"}},
+		{"rm -rf and mkdir", func(t *testing.T, f *Fs) {
+			must(t, f.RemoveAll("dir"))
+			must(t, f.Mkdir("dir", 0o755))
+			must(t, afero.WriteFile(f, "dir/fresh", []byte("f\n"), 0o644))
+		}, "M dir/\nA dir/fresh", map[string]string{"dir/x": "-", "dir/sub/y": "-", "dir/fresh": "f\n"}},
+		{"symlink", func(t *testing.T, f *Fs) {
+			must(t, f.Remove("link"))
+			must(t, f.Symlink("b.txt", "link"))
+			must(t, f.Symlink("dir/x", "l2"))
+		}, "A l2\nM link", map[string]string{"link": "->b.txt", "l2": "->dir/x"}},
+		{"hard link", func(t *testing.T, f *Fs) {
+			must(t, f.Link("a.txt", "hard"))
+			must(t, afero.WriteFile(f, "hard", []byte("both\n"), 0o644))
+		}, "M a.txt\nA hard", map[string]string{"a.txt": "both\n", "hard": "both\n"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, d, f := cmSetup(t, initial)
+			c.do(t, f)
+			if got := cmStatus(t, d); got != c.status {
+				t.Fatalf("status:\n%s\nwant:\n%s", got, c.status)
+			}
+			cmEqualTree(t, root, initial) // nothing on disk before commit
+			res, err := d.Commit(CommitOptions{Source: SourceCLI})
+			if err != nil {
+				t.Fatalf("commit: %v (%+v)", err, res)
+			}
+			want := map[string]string{}
+			for k, v := range initial {
+				want[k] = v
+			}
+			for k, v := range c.after {
+				if v == "-" {
+					delete(want, k)
+					continue
+				}
+				want[k] = v
+			}
+			cmEqualTree(t, root, want)
+			if got := cmStatus(t, d); got != "" {
+				t.Fatalf("draft not empty after commit:\n%s", got)
+			}
+			if _, err := d.Undo(SourceCLI); err != nil {
+				t.Fatalf("undo: %v", err)
+			}
+			cmEqualTree(t, root, initial)
+			if got := cmStatus(t, d); got != c.status {
+				t.Fatalf("status after undo:\n%s\nwant:\n%s", got, c.status)
+			}
+			if _, err := d.Undo(SourceCLI); !errors.Is(err, ErrNothingToUndo) {
+				t.Fatalf("second undo: %v, want ErrNothingToUndo", err)
+			}
+		})
+	}
+}
