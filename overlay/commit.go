@@ -158,6 +158,10 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 	return rec, d.st.sync()
 }
 
+// testHookOp, when set by a test, runs before each op of a commit; an
+// error stops the commit there as a crash would.
+var testHookOp func(i int) error
+
 // runLocked applies a prepared commit's ops and then drops the
 // committed entries from the draft. Must be called with d.mu held.
 func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
@@ -172,6 +176,11 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 		}
 		if op.Kind == opStage && rec.State != stateStaging {
 			continue
+		}
+		if testHookOp != nil {
+			if err := testHookOp(i); err != nil {
+				return err
+			}
 		}
 		if err := d.applyOp(rec, op); err != nil {
 			return fmt.Errorf("overlay: commit %d: %s %q: %w (run any draftfs command to finish it)", rec.ID, op.Kind, op.Path+op.From, err)

@@ -34,6 +34,9 @@ func (f *Fs) ReadDir(name string) ([]fs.DirEntry, error) {
 	return f.d.readDir(key)
 }
 
+// draftChild is a name a directory's draft entries give it: an entry
+// (kind set) or a directory with entries below it but none of its own
+// (kind 0), which shows only where the lower layers lost it.
 type draftChild struct {
 	name string
 	kind kind
@@ -57,6 +60,10 @@ func (d *Draft) peekDir(key string) (where, error, []draftChild) {
 		}
 		for name := range d.children[key] {
 			e := d.entries[join(key, name)]
+			if e == nil {
+				own = append(own, draftChild{name: name, typ: fs.ModeDir})
+				continue
+			}
 			c := draftChild{name: name, kind: e.Kind}
 			if e.Ino != 0 {
 				c.typ = d.inodes[e.Ino].Mode.Type()
@@ -88,11 +95,16 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.
 		}
 	}
 	for _, c := range own {
-		if c.kind == kindWhiteout {
+		switch c.kind {
+		case kindWhiteout:
 			delete(merged, c.name)
-			continue
+		case 0:
+			if _, ok := merged[c.name]; !ok {
+				merged[c.name] = c.typ
+			}
+		default:
+			merged[c.name] = c.typ
 		}
-		merged[c.name] = c.typ
 	}
 	out := make([]fs.DirEntry, 0, len(merged))
 	for name, typ := range merged {

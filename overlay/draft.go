@@ -23,7 +23,11 @@ type Draft struct {
 
 	mu       sync.RWMutex // protects the following
 	entries  map[string]*entry
-	children map[string]map[string]struct{} // directory key → names of its entries
+	// children names, for each directory key, the children at or below
+	// which the draft has entries; below counts the entries strictly
+	// below each key. Both are indexes of entries.
+	children map[string]map[string]struct{}
+	below    map[string]int
 	inodes   map[uint64]*inode
 	links    map[uint64]int // entries naming each inode
 	nextIno  uint64
@@ -69,9 +73,10 @@ func (d *Draft) reload() error {
 	d.inodes = snap.inodes
 	d.nextIno = snap.nextIno
 	d.children = map[string]map[string]struct{}{}
+	d.below = map[string]int{}
 	d.links = map[uint64]int{}
 	for k, e := range d.entries {
-		d.addChild(k)
+		d.indexEntry(k)
 		if e.Ino != 0 {
 			if _, ok := d.inodes[e.Ino]; !ok {
 				return fmt.Errorf("overlay: %s: entry %q names missing inode %d: %w (move the file away to start an empty draft)", d.st.path, k, e.Ino, ErrCorrupt)
@@ -133,32 +138,39 @@ func (d *Draft) dataPath(ino uint64) string {
 	return filepath.Join(d.dir, "data", strconv.FormatUint(ino, 16))
 }
 
-// addChild records key in its parent's child set. Must be called with
-// d.mu held.
-func (d *Draft) addChild(key string) {
-	if key == "" {
-		return
+// indexEntry records a new entry at key in children and below. Must be
+// called with d.mu held for writing.
+func (d *Draft) indexEntry(key string) {
+	for k := key; k != ""; {
+		p := parentOf(k)
+		d.below[p]++
+		set := d.children[p]
+		if set == nil {
+			set = map[string]struct{}{}
+			d.children[p] = set
+		}
+		set[baseOf(k)] = struct{}{}
+		k = p
 	}
-	p := parentOf(key)
-	set := d.children[p]
-	if set == nil {
-		set = map[string]struct{}{}
-		d.children[p] = set
-	}
-	set[baseOf(key)] = struct{}{}
 }
 
-// dropChild undoes addChild. Must be called with d.mu held.
-func (d *Draft) dropChild(key string) {
-	if key == "" {
-		return
-	}
-	p := parentOf(key)
-	if set := d.children[p]; set != nil {
-		delete(set, baseOf(key))
-		if len(set) == 0 {
-			delete(d.children, p)
+// unindexEntry undoes indexEntry once the entry at key is gone from
+// d.entries. Must be called with d.mu held for writing.
+func (d *Draft) unindexEntry(key string) {
+	for k := key; k != ""; {
+		p := parentOf(k)
+		if d.below[p]--; d.below[p] <= 0 {
+			delete(d.below, p)
 		}
+		if _, ok := d.entries[k]; !ok && d.below[k] == 0 {
+			if set := d.children[p]; set != nil {
+				delete(set, baseOf(k))
+				if len(set) == 0 {
+					delete(d.children, p)
+				}
+			}
+		}
+		k = p
 	}
 }
 
@@ -172,16 +184,21 @@ func (d *Draft) apply(t *txn) error {
 		return fmt.Errorf("overlay: draft %s: record change: %w", d.name, err)
 	}
 	for k, e := range t.entries {
-		if old := d.entries[k]; old != nil && old.Ino != 0 {
+		old, had := d.entries[k]
+		if had && old.Ino != 0 {
 			d.links[old.Ino]--
 		}
 		if e == nil {
-			delete(d.entries, k)
-			d.dropChild(k)
+			if had {
+				delete(d.entries, k)
+				d.unindexEntry(k)
+			}
 			continue
 		}
 		d.entries[k] = e
-		d.addChild(k)
+		if !had {
+			d.indexEntry(k)
+		}
 		if e.Ino != 0 {
 			d.links[e.Ino]++
 		}

@@ -82,7 +82,7 @@ func (d *Draft) peek(key string) peeked {
 		p.n = *d.inodes[p.ino]
 		p.nlink = d.links[p.ino]
 	}
-	p.implicit = len(d.children[key]) > 0
+	p.implicit = d.below[key] > 0
 	return p
 }
 

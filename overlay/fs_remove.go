@@ -116,11 +116,17 @@ func (d *Draft) keysBelow(key string) []string {
 	walk = func(dir string) {
 		for name := range d.children[dir] {
 			k := join(dir, name)
-			out = append(out, k)
-			walk(k)
+			if _, ok := d.entries[k]; ok {
+				out = append(out, k)
+			}
+			if d.below[k] > 0 {
+				walk(k)
+			}
 		}
 	}
-	walk(key)
+	if d.below[key] > 0 {
+		walk(key)
+	}
 	return out
 }
 

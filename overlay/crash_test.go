@@ -1,0 +1,253 @@
+package overlay
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// The crash test runs a workload on the engine in a child process (this
+// test binary again, as crashWorker), kills it with SIGKILL at a random
+// moment, reopens the state and checks that every acknowledged change is
+// there, the one in flight is either wholly there or not, and a commit
+// cut short has been finished: the draft's paths and the disk agree, and
+// nothing of the commit's machinery is left in the workspace.
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DRAFTFS_CRASH_WORKER") != "" {
+		crashWorker()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashOp is one step of the workload: kind W (write Name=Content),
+// D (delete Name), R (rename Name to To), C (commit all).
+type crashOp struct {
+	Kind, Name, To, Content string
+}
+
+func (o crashOp) String() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func parseCrashOp(s string) crashOp {
+	var o crashOp
+	json.Unmarshal([]byte(s), &o)
+	return o
+}
+
+// nextCrashOp picks the workload's next step from a model of the files.
+func nextCrashOp(r *rand.Rand, model map[string]string, i int) crashOp {
+	name := fmt.Sprintf("d%d/f%02d", r.Intn(3), r.Intn(30))
+	switch n := r.Intn(20); {
+	case n == 0:
+		return crashOp{Kind: "C"}
+	case n < 3 && len(model) > 0:
+		for k := range model {
+			return crashOp{Kind: "D", Name: k}
+		}
+	case n < 6 && len(model) > 0:
+		for k := range model {
+			if k != name {
+				return crashOp{Kind: "R", Name: k, To: name}
+			}
+		}
+	}
+	return crashOp{Kind: "W", Name: name, Content: fmt.Sprintf("v%d %s\n", i, strings.Repeat("x", r.Intn(3000)))}
+}
+
+func applyCrashOp(model map[string]string, o crashOp) {
+	switch o.Kind {
+	case "W":
+		model[o.Name] = o.Content
+	case "D":
+		delete(model, o.Name)
+	case "R":
+		model[o.To] = model[o.Name]
+		delete(model, o.Name)
+	}
+}
+
+func crashWorker() {
+	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE")})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	out := bufio.NewWriter(os.Stdout)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		o := parseCrashOp(in.Text())
+		var err error
+		switch o.Kind {
+		case "W":
+			if err = f.MkdirAll(parentOf(o.Name), 0o755); err == nil {
+				err = afero.WriteFile(f, o.Name, []byte(o.Content), 0o644)
+			}
+		case "D":
+			err = f.Remove(o.Name)
+		case "R":
+			if err = f.MkdirAll(parentOf(o.To), 0o755); err == nil {
+				err = f.Rename(o.Name, o.To)
+			}
+		case "C":
+			_, err = d.Commit(CommitOptions{Force: true})
+		}
+		if err != nil {
+			fmt.Fprintln(out, "ERR", o, err)
+			out.Flush()
+			os.Exit(1)
+		}
+		fmt.Fprintln(out, "ACK")
+		out.Flush()
+	}
+}
+
+func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewSource(seed))
+	root, state := t.TempDir(), t.TempDir()
+	model := map[string]string{}
+	step, commits := 0, 0
+	for round := range rounds {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "DRAFTFS_CRASH_WORKER=1", "DRAFTFS_CRASH_ROOT="+root, "DRAFTFS_CRASH_STATE="+state)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		acks := bufio.NewScanner(stdout)
+		killAt := time.Now().Add(time.Duration(50+r.Intn(400)) * time.Millisecond)
+		var pending *crashOp
+		midOp := r.Intn(2) == 0
+		ops := 0
+		for time.Now().Before(killAt) {
+			o := nextCrashOp(r, model, step)
+			step++
+			pending = &o
+			fmt.Fprintln(stdin, o)
+			if !acks.Scan() {
+				t.Fatalf("round %d: worker died", round)
+			}
+			if line := acks.Text(); line != "ACK" {
+				t.Fatalf("round %d (seed %d): worker: %s", round, seed, line)
+			}
+			applyCrashOp(model, o)
+			pending = nil
+			ops++
+			if o.Kind == "C" {
+				commits++
+			}
+		}
+		if midOp {
+			// Kill in the middle of an operation, not between two.
+			o := nextCrashOp(r, model, step)
+			if r.Intn(2) == 0 {
+				o = crashOp{Kind: "C"} // the riskiest moment
+			}
+			step++
+			pending = &o
+			fmt.Fprintln(stdin, o)
+			time.Sleep(time.Duration(r.Intn(5000)) * time.Microsecond)
+		}
+		t.Logf("round %d: %d operations acknowledged, killed %s", round, ops, map[bool]string{true: "mid-operation " + fmt.Sprint(pending), false: "between operations"}[midOp])
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+
+		w, err := Open(Options{Root: root, StateDir: state})
+		if err != nil {
+			t.Fatalf("round %d (seed %d): reopen: %v", round, seed, err)
+		}
+		d, err := w.Draft("")
+		if err != nil {
+			t.Fatalf("round %d (seed %d): reopen draft: %v", round, seed, err)
+		}
+		got := crashView(t, d.Fs(SourceCLI))
+		if !equalMaps(got, model) {
+			with := map[string]string{}
+			for k, v := range model {
+				with[k] = v
+			}
+			if pending != nil {
+				applyCrashOp(with, *pending)
+			}
+			if !equalMaps(got, with) {
+				w.Close()
+				t.Fatalf("round %d (seed %d): merged view after crash differs\n got %v\nwant %v\n(or with the pending %v)", round, seed, keys(got), keys(model), pending)
+			}
+			model = with
+		}
+		// The draft and the disk agree on every path the draft no
+		// longer holds.
+		st, err := d.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inDraft := map[string]bool{}
+		for _, s := range st {
+			inDraft[s.Path] = true
+			if s.From != "" {
+				inDraft[s.From] = true
+			}
+		}
+		for k, v := range model {
+			if inDraft[k] {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(root, k))
+			if err != nil || string(b) != v {
+				t.Fatalf("round %d (seed %d): %s not in the draft and not on disk as committed (%v)", round, seed, k, err)
+			}
+		}
+		leftovers, _ := filepath.Glob(filepath.Join(root, ".draftfs-commit-*"))
+		more, _ := filepath.Glob(filepath.Join(root, "*/.*.draftfs-*"))
+		if len(leftovers)+len(more) > 0 {
+			t.Fatalf("round %d: commit machinery left on disk: %v %v", round, leftovers, more)
+		}
+		w.Close()
+	}
+	if commits == 0 {
+		t.Fatalf("seed %d: the workload committed nothing; the test proved little", seed)
+	}
+}
+
+func crashView(t *testing.T, f *Fs) map[string]string {
+	out := map[string]string{}
+	afero.Walk(f, "/", func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			t.Fatalf("walk %s: %v", p, err)
+		}
+		if fi.Mode().IsRegular() {
+			b, err := afero.ReadFile(f, p)
+			if err != nil {
+				t.Fatalf("read %s: %v", p, err)
+			}
+			out[strings.TrimPrefix(p, "/")] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func keys(m map[string]string) []string { return sortedKeys(m) }

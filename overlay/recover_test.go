@@ -1,0 +1,76 @@
+package overlay
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// TestRecoverInterruptedCommit stops a commit before each of its ops in
+// turn, as a crash would, and checks that reopening the state finishes
+// it: the disk ends exactly as after an uninterrupted commit.
+func TestRecoverInterruptedCommit(t *testing.T) {
+	initial := map[string]string{"a": "a\n", "b": "b\n", "dir/x": "x\n", "dir/sub/y": "y\n", "gone/z": "z\n"}
+	change := func(f *Fs) {
+		must(t, afero.WriteFile(f, "a", []byte("A\n"), 0o644))
+		must(t, f.Rename2("a", "b", RenameExchange))
+		must(t, f.Rename("dir", "moved"))
+		must(t, afero.WriteFile(f, "moved/sub/y", []byte("Y\n"), 0o644))
+		must(t, f.RemoveAll("gone"))
+		must(t, f.MkdirAll("new/deep", 0o755))
+		must(t, afero.WriteFile(f, "new/deep/n", []byte("n\n"), 0o644))
+	}
+	want := map[string]string{"a": "b\n", "b": "A\n", "moved/x": "x\n", "moved/sub/y": "Y\n", "new/deep/n": "n\n"}
+	ops := 0
+	testHookOp = func(i int) error { ops++; return nil }
+	{
+		root, d, f := cmSetup(t, initial)
+		change(f)
+		if _, err := d.Commit(CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cmEqualTree(t, root, want)
+	}
+	defer func() { testHookOp = nil }()
+	t.Logf("%d crash points", ops)
+	errCrash := errors.New("simulated crash")
+	for stop := 0; stop < ops; stop++ {
+		root, d, f := cmSetup(t, initial)
+		change(f)
+		testHookOp = func(i int) error {
+			if i == stop {
+				return errCrash
+			}
+			return nil
+		}
+		if _, err := d.Commit(CommitOptions{}); !errors.Is(err, errCrash) {
+			t.Fatalf("stop %d: commit: %v", stop, err)
+		}
+		testHookOp = nil
+		state := d.dir
+		d.w.Close()
+		w, err := Open(Options{Root: root, StateDir: stateRoot(state)})
+		if err != nil {
+			t.Fatalf("stop %d: reopen: %v", stop, err)
+		}
+		d2, err := w.Draft("")
+		if err != nil {
+			t.Fatalf("stop %d: reopen draft: %v", stop, err)
+		}
+		cmEqualTree(t, root, want)
+		if got := cmStatus(t, d2); got != "" {
+			t.Fatalf("stop %d: draft after recovery:\n%s", stop, got)
+		}
+		if _, err := d2.Undo(SourceCLI); err != nil {
+			t.Fatalf("stop %d: undo after recovery: %v", stop, err)
+		}
+		cmEqualTree(t, root, initial)
+		w.Close()
+	}
+}
+
+// stateRoot is the workspace state directory a draft's directory is in.
+func stateRoot(draftDir string) string {
+	return parentOf(parentOf(draftDir))
+}
