@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // CommitOptions choose what a commit applies and how.
@@ -264,8 +265,17 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 			return err
 		}
 		defer src.Close()
-		op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, src)
-		return err
+		if op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, src); err != nil {
+			return err
+		}
+		for k, v := range op.Xattr {
+			if d.w.osDisk {
+				if err := unix.Lsetxattr(d.w.Abs(op.Path), k, v, 0); err != nil {
+					return fmt.Errorf("set %s: %w", k, err)
+				}
+			}
+		}
+		return nil
 	case opLink:
 		return d.linkDisk(rec, op)
 	case opSymlink:

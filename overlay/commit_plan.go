@@ -55,6 +55,8 @@ type commitOp struct {
 	OldMode fs.FileMode `json:"om,omitempty"`
 	// Hash is the sha256 of what the op left at Path, for undo's check.
 	Hash string `json:"h,omitempty"`
+	// Xattr are the user extended attributes a written file gets.
+	Xattr map[string][]byte `json:"x,omitempty"`
 }
 
 // commitRecord is the journal and undo record of one commit.
@@ -294,7 +296,7 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 		case written[e.Ino] != "":
 			op.Kind, op.From = opLink, written[e.Ino]
 		default:
-			op.Kind, op.Mode = opWrite, n.Mode
+			op.Kind, op.Mode, op.Xattr = opWrite, n.Mode, n.Xattr
 			if m, ok := merged[k]; ok {
 				op.Blob = hashBytes(m)
 				if err := d.keepBlob(op.Blob, m); err != nil {

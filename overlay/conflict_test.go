@@ -37,7 +37,7 @@ func TestCommitMergesCleanConflict(t *testing.T) {
 
 func TestCommitRefusesConflict(t *testing.T) {
 	for _, c := range []struct {
-		name string
+		name  string
 		draft func(f *Fs) error
 		user  func(root string) error
 		want  map[string]string // disk after --force

@@ -1,6 +1,8 @@
 package overlay
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -42,12 +44,18 @@ func badHandle(op, name string) error {
 // dataFile is an open draft file.
 type dataFile struct {
 	*os.File
-	name  string
-	d     *Draft
-	key   string
-	ino   uint64
-	src   Source
-	wrote atomic.Bool
+	name string
+	d    *Draft
+	key  string
+	ino  uint64
+	src  Source
+	// announced: the first write was published at once; dirty: writes
+	// since, published on Sync or Close.
+	announced atomic.Bool
+	dirty     atomic.Bool
+
+	mu   sync.Mutex // protects last
+	last inode      // the inode's metadata as last seen, for Stat after unlink
 }
 
 func (f *dataFile) Name() string { return f.name }
@@ -55,9 +63,15 @@ func (f *dataFile) Name() string { return f.name }
 func (f *dataFile) OSFile() (*os.File, bool) { return f.File, true }
 
 func (f *dataFile) changed() {
-	if !f.wrote.Swap(true) {
-		f.d.w.feed.publish(Change{Draft: f.d.name, Path: f.key, Kind: ChangeWrite, Source: f.src})
+	if !f.announced.Swap(true) {
+		f.publish()
+		return
 	}
+	f.dirty.Store(true)
+}
+
+func (f *dataFile) publish() {
+	f.d.w.feed.publish(Change{Draft: f.d.name, Path: f.key, Kind: ChangeWrite, Source: f.src})
 }
 
 func (f *dataFile) Write(p []byte) (int, error) {
@@ -82,39 +96,52 @@ func (f *dataFile) Sync() error {
 	if err := f.File.Sync(); err != nil {
 		return err
 	}
-	if f.wrote.Swap(false) {
-		f.d.w.feed.publish(Change{Draft: f.d.name, Path: f.key, Kind: ChangeWrite, Source: f.src})
+	if f.dirty.Swap(false) {
+		f.publish()
 	}
 	return f.d.st.sync()
 }
 
 func (f *dataFile) Close() error {
 	err := f.File.Close()
-	if f.wrote.Load() {
-		f.d.w.feed.publish(Change{Draft: f.d.name, Path: f.key, Kind: ChangeWrite, Source: f.src})
+	if f.dirty.Swap(false) {
+		f.publish()
 	}
 	return err
 }
 
 func (f *dataFile) Stat() (fs.FileInfo, error) {
-	f.d.mu.RLock()
-	n, ok := f.d.inodes[f.ino]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.d.handleInfo(baseOf(f.key), f.ino, f.File, &f.last)
+}
+
+// handleInfo describes the draft inode ino open as fd. last keeps the
+// inode's metadata as last seen, for a handle whose file was unlinked
+// since (the inode's record is gone then); the caller serialises its use.
+func (d *Draft) handleInfo(name string, ino uint64, fd *os.File, last *inode) (fs.FileInfo, error) {
+	d.mu.RLock()
+	n, ok := d.inodes[ino]
 	var c inode
 	if ok {
 		c = *n
 	}
-	nlink := f.d.links[f.ino]
-	f.d.mu.RUnlock()
-	if !ok {
-		// Unlinked while open: the descriptor still describes it.
+	nlink := d.links[ino]
+	d.mu.RUnlock()
+	switch {
+	case ok && last != nil:
+		*last = c
+	case !ok && last != nil && last.Data:
+		c = *last
+	case !ok:
 		c = inode{Mode: 0o644, Data: true}
 	}
-	fi, err := f.File.Stat()
+	fi, err := fd.Stat()
 	if err != nil {
 		return nil, err
 	}
-	i := &fileInfo{name: baseOf(f.key), size: fi.Size(), mode: c.Mode, mtime: fi.ModTime(),
-		attr: Attr{Ino: f.ino, Nlink: uint32(nlink), Uid: uint32(c.Uid), Gid: uint32(c.Gid)}}
+	i := &fileInfo{name: name, size: fi.Size(), mode: c.Mode, mtime: fi.ModTime(),
+		attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(c.Uid), Gid: uint32(c.Gid)}}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		i.attr.Atime, i.attr.Ctime, i.attr.Blocks = timeOf(st.Atim), timeOf(st.Ctim), st.Blocks
 	}
@@ -137,46 +164,78 @@ func osFile(f afero.File) (*os.File, bool) {
 	return nil, false
 }
 
-// lowerFile reads the lower content of a path live, read only: the
-// editor's unsaved text while there is one, else the disk file, so a
-// buffer pushed after the open shows on the next read.
+// lowerFile reads what a path held in the lower layers when it was
+// opened, read only: the editor's unsaved text while there is one (so a
+// buffer pushed after the open shows on the next read), else the disk
+// file opened with it. Once the draft copies the object up (the copy
+// keeps its inode number), reads go to the draft's copy, as they would
+// on one inode; a deletion in the draft leaves the handle reading what
+// it had, as an unlinked file does.
 type lowerFile struct {
 	name  string
 	key   string // merged key, for Stat
 	lower string
+	ino   uint64 // the lower object's inode number
 	d     *Draft
 
-	mu     sync.Mutex // protects the following
-	off    int64
-	disk   afero.File
+	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
+
+	src  sync.Mutex // protects the following
+	off  int64
+	disk afero.File // nil for a file that was only an editor buffer
+	data *os.File   // the draft's copy, once there is one
 }
 
 func (f *lowerFile) Name() string { return f.name }
 
-// OSFile returns the disk file while no editor buffer hides it.
+// OSFile returns the OS file reads come from while no editor buffer
+// hides it.
 func (f *lowerFile) OSFile() (*os.File, bool) {
-	if _, ok := f.d.dirtyBuffer(f.lower); ok {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
 		return nil, false
 	}
-	disk, err := f.diskFile()
+	r, err := f.source()
 	if err != nil {
 		return nil, false
 	}
-	return osFile(disk)
+	switch v := r.(type) {
+	case *os.File:
+		return v, true
+	case afero.File:
+		return osFile(v)
+	}
+	return nil, false
 }
 
-// diskFile opens the disk file on first use.
-func (f *lowerFile) diskFile() (afero.File, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return nil, badHandle("read", f.name)
+// source is what reads come from now. Must be called with f.mu held
+// for reading.
+func (f *lowerFile) source() (io.ReaderAt, error) {
+	f.src.Lock()
+	defer f.src.Unlock()
+	if f.data != nil {
+		return f.data, nil
+	}
+	f.d.mu.RLock()
+	n, ok := f.d.inodes[f.ino]
+	copied := ok && n.Data
+	f.d.mu.RUnlock()
+	if copied {
+		if data, err := os.Open(f.d.dataPath(f.ino)); err == nil {
+			f.data = data
+			return data, nil
+		}
+	}
+	if s, ok := f.d.dirtyBuffer(f.lower); ok {
+		return bytes.NewReader(s.Text), nil
 	}
 	if f.disk == nil {
+		// The buffer it was is gone: what the disk has now, if anything.
 		disk, err := f.d.w.disk.Open(diskName(f.lower))
 		if err != nil {
-			return nil, err
+			return nil, &fs.PathError{Op: "read", Path: f.name, Err: errors.Unwrap(err)}
 		}
 		f.disk = disk
 	}
@@ -184,34 +243,36 @@ func (f *lowerFile) diskFile() (afero.File, error) {
 }
 
 func (f *lowerFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.readAt(p, off)
+}
+
+// readAt must be called with f.mu held for reading.
+func (f *lowerFile) readAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, badHandle("read", f.name)
+	}
 	if off < 0 {
 		return 0, &fs.PathError{Op: "read", Path: f.name, Err: syscall.EINVAL}
 	}
-	if s, ok := f.d.dirtyBuffer(f.lower); ok {
-		if off >= int64(len(s.Text)) {
-			return 0, io.EOF
-		}
-		n := copy(p, s.Text[off:])
-		if n < len(p) {
-			return n, io.EOF
-		}
-		return n, nil
-	}
-	disk, err := f.diskFile()
+	r, err := f.source()
 	if err != nil {
 		return 0, err
 	}
-	return disk.ReadAt(p, off)
+	return r.ReadAt(p, off)
 }
 
 func (f *lowerFile) Read(p []byte) (int, error) {
-	f.mu.Lock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	f.src.Lock()
 	off := f.off
-	f.mu.Unlock()
-	n, err := f.ReadAt(p, off)
-	f.mu.Lock()
+	f.src.Unlock()
+	n, err := f.readAt(p, off)
+	f.src.Lock()
 	f.off += int64(n)
-	f.mu.Unlock()
+	f.src.Unlock()
 	if err == io.EOF && n > 0 {
 		err = nil
 	}
@@ -219,22 +280,32 @@ func (f *lowerFile) Read(p []byte) (int, error) {
 }
 
 func (f *lowerFile) Seek(offset int64, whence int) (int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, badHandle("seek", f.name)
+	}
 	switch whence {
 	case io.SeekCurrent:
+		f.src.Lock()
 		offset += f.off
+		f.src.Unlock()
 	case io.SeekEnd:
-		fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
+		fi, err := f.stat()
 		if err != nil {
 			return 0, err
 		}
 		offset += fi.Size()
+	case io.SeekStart:
+	default:
+		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.EINVAL}
 	}
 	if offset < 0 {
 		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.EINVAL}
 	}
+	f.src.Lock()
 	f.off = offset
+	f.src.Unlock()
 	return offset, nil
 }
 
@@ -245,13 +316,55 @@ func (f *lowerFile) Close() error {
 		return badHandle("close", f.name)
 	}
 	f.closed = true
+	var err error
 	if f.disk != nil {
-		return f.disk.Close()
+		err = f.disk.Close()
 	}
-	return nil
+	if f.data != nil {
+		if derr := f.data.Close(); err == nil {
+			err = derr
+		}
+	}
+	return err
 }
 
-func (f *lowerFile) Stat() (fs.FileInfo, error) { return f.d.lowerStat(baseOf(f.key), f.lower) }
+func (f *lowerFile) Stat() (fs.FileInfo, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, badHandle("stat", f.name)
+	}
+	return f.stat()
+}
+
+// stat describes the object the handle reads. Must be called with f.mu
+// held for reading.
+func (f *lowerFile) stat() (fs.FileInfo, error) {
+	if _, err := f.source(); err != nil {
+		return nil, err
+	}
+	f.src.Lock()
+	data := f.data
+	f.src.Unlock()
+	if data != nil {
+		return f.d.handleInfo(baseOf(f.key), f.ino, data, nil)
+	}
+	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
+	if err == nil {
+		return fi, nil
+	}
+	if f.disk == nil {
+		return nil, err
+	}
+	// Gone from the lower layers (deleted on disk): the open file still is.
+	dfi, serr := f.disk.Stat()
+	if serr != nil {
+		return nil, err
+	}
+	i := infoFrom(baseOf(f.key), f.lower, dfi)
+	i.attr.Nlink = 0
+	return i, nil
+}
 
 func (f *lowerFile) Write([]byte) (int, error)          { return 0, badHandle("write", f.name) }
 func (f *lowerFile) WriteAt([]byte, int64) (int, error) { return 0, badHandle("write", f.name) }

@@ -364,7 +364,7 @@ var behaviours = []behaviour{
 			wantContent(t, e, "rel", "changed in draft")
 			must(t, e.v.Symlink(filepath.Join(e.root, "dir", "file"), "abs"))
 			wantContent(t, e, "abs", "changed in draft")
-			must(t, e.v.Symlink("../file", "dir/up"))
+			must(t, e.v.Symlink("../rel", "dir/up"))
 			wantContent(t, e, "dir/up", "changed in draft")
 			target, err := e.v.Readlink("abs")
 			must(t, err)

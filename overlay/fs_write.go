@@ -63,9 +63,18 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
-		return &dataFile{File: f, name: name, d: d, key: key, ino: p.ino}, nil
+		return &dataFile{File: f, name: name, d: d, key: key, ino: p.ino, last: p.n}, nil
 	}
-	return &lowerFile{name: name, key: key, lower: p.w.lower, d: d}, nil
+	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: fi.Sys().(*Attr).Ino, d: d}
+	// The disk file is opened now, so the handle keeps reading it if the
+	// disk deletes or replaces the path; a buffer-only file has none.
+	disk, err := d.w.disk.Open(diskName(p.w.lower))
+	if err == nil {
+		lf.disk = disk
+	} else if _, ok := d.dirtyBuffer(p.w.lower); !ok {
+		return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
+	}
+	return lf, nil
 }
 
 func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Source) (afero.File, error) {
@@ -85,15 +94,21 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	default:
 		ino, err = d.copyUpLocked(key, p, flag&os.O_TRUNC == 0, src)
 	}
+	var fd *os.File
+	var last inode
+	if err == nil {
+		// Opened with d.mu held, so the inode cannot go in between.
+		last = *d.inodes[ino]
+		fd, err = os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
+		if err != nil {
+			err = &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
+		}
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	fd, err := os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
-	}
-	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src}, nil
+	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, last: last}, nil
 }
 
 // createLocked makes a new object at key, which must not exist. Must be
@@ -181,8 +196,12 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 	if err := d.copyContent(ino, p.w.lower, keep, fi.ModTime()); err != nil {
 		return 0, err
 	}
+	x, err := d.lowerXattrs(key, p.w.lower)
+	if err != nil {
+		return 0, err
+	}
 	t.putEntry(key, &entry{Kind: kindFile, Ino: ino, Origin: origin, Base: b})
-	t.putInode(ino, &inode{Mode: fi.Mode(), Data: true, Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Data: true, Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x})
 	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
 	return ino, d.finish(t)
 }
@@ -237,8 +256,12 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 	} else if lp, _ := d.lowerPathOf(key); lp != p.w.lower {
 		e.Origin = p.w.lower
 	}
+	x, err := d.lowerXattrs(key, p.w.lower)
+	if err != nil {
+		return 0, err
+	}
 	t.putEntry(key, e)
-	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x})
 	t.addLog(LogEntry{Op: "chmod", Path: key, Source: src})
 	return ino, d.finish(t)
 }

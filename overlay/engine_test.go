@@ -1,0 +1,191 @@
+package overlay
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
+)
+
+func TestNamedDraftsAreIsolated(t *testing.T) {
+	root, main, f := cmSetup(t, map[string]string{"a": "a\n"})
+	other, err := main.Workspace().Draft("agent-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, afero.WriteFile(f, "a", []byte("main\n"), 0o644))
+	must(t, afero.WriteFile(other.Fs(SourceACP), "a", []byte("other\n"), 0o644))
+	for d, want := range map[*Draft]string{main: "main\n", other: "other\n"} {
+		if b, _ := afero.ReadFile(d.Fs(SourceCLI), "a"); string(b) != want {
+			t.Fatalf("draft %s reads %q, want %q", d.Name(), b, want)
+		}
+	}
+	if _, err := other.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"a": "other\n"})
+	// main's copy-up was of "a\n": the disk moved on, so it conflicts.
+	if got := cmStatus(t, main); got != "C a" {
+		t.Fatalf("main after other's commit: %q", got)
+	}
+	names, err := main.Workspace().Drafts()
+	if err != nil || strings.Join(names, ",") != "agent-2,main" {
+		t.Fatalf("drafts %v %v", names, err)
+	}
+	if _, err := main.Workspace().Draft("../x"); err == nil {
+		t.Fatal("a draft name with a path in it was accepted")
+	}
+}
+
+func TestChangeFeed(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	w := d.Workspace()
+	sub := w.Subscribe()
+	defer sub.Close()
+	stalled := w.Subscribe() // never read: must not block anyone
+	defer stalled.Close()
+	must(t, afero.WriteFile(f, "new", []byte("n"), 0o644))
+	must(t, f.Rename("a", "b"))
+	must(t, w.Buffers().Open("other", 1, []byte("typing")))
+	if _, err := d.Commit(CommitOptions{Source: SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"create new cli", "write new cli", "rename a>b cli", "buffer other editor", "commit a cli", "commit b cli", "commit new cli"}
+	var got []string
+	timeout := time.After(5 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case c := <-sub.C:
+			s := string(c.Kind) + " " + c.Path + " " + string(c.Source)
+			if c.From != "" {
+				s = string(c.Kind) + " " + c.From + ">" + c.Path + " " + string(c.Source)
+			}
+			got = append(got, s)
+		case <-timeout:
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("feed:\n%v\nwant\n%v", got, want)
+	}
+	// A subscriber that never reads loses events, is told so, and stalls
+	// nobody.
+	for i := 0; i < feedQueue+10; i++ {
+		must(t, f.Chmod("new", 0o600))
+	}
+	for range len(stalled.C) {
+		<-stalled.C
+	}
+	must(t, f.Chmod("new", 0o644))
+	if c := <-stalled.C; !c.Overflow {
+		t.Fatalf("after overflow: %+v, want Overflow", c)
+	}
+}
+
+func TestWatchPublishesDiskChanges(t *testing.T) {
+	root := t.TempDir()
+	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sub := w.Subscribe()
+	defer sub.Close()
+	must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	time.Sleep(50 * time.Millisecond) // the watcher adds the new directory
+	must(t, os.WriteFile(filepath.Join(root, "sub/x"), []byte("x"), 0o644))
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-sub.C:
+			if c.Kind == ChangeDisk && c.Path == "sub/x" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no disk change event for sub/x")
+		}
+	}
+}
+
+func TestCorruptStateIsReported(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	w, err := Open(Options{Root: root, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.Draft("")
+	must(t, afero.WriteFile(d.Fs(SourceCLI), "a", []byte("a"), 0o644))
+	w.Close()
+	db := filepath.Join(state, "drafts", "main", "draft.db")
+	must(t, os.WriteFile(db, []byte("this is not a bbolt file, not at all, no"), 0o600))
+	w, err = Open(Options{Root: root, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	_, err = w.Draft("")
+	if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "move it away") {
+		t.Fatalf("corrupt state: %v; want an error naming %s and what to do", err, db)
+	}
+}
+
+func TestSecondProcessIsRefused(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	w1, err := Open(Options{Root: root, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w1.Close()
+	if _, err := w1.Draft(""); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := Open(Options{Root: root, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if _, err := w2.Draft(""); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second opener: %v, want 'in use'", err)
+	}
+}
+
+func TestXattrs(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	if err := unix.Lsetxattr(filepath.Join(root, "a"), "user.lower", []byte("L"), 0); err != nil {
+		t.Skipf("the test file system has no user xattrs: %v", err)
+	}
+	if v, err := f.Getxattr("a", "user.lower"); err != nil || string(v) != "L" {
+		t.Fatalf("lower xattr: %q %v", v, err)
+	}
+	must(t, f.Setxattr("a", "user.mine", []byte("M"), 0))
+	if err := f.Setxattr("a", "user.mine", []byte("X"), unix.XATTR_CREATE); !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("XATTR_CREATE over existing: %v", err)
+	}
+	names, err := f.Listxattr("a")
+	if err != nil || strings.Join(names, ",") != "user.lower,user.mine" {
+		t.Fatalf("list %v %v", names, err)
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(root, "a"), "user.mine", make([]byte, 8)); err == nil {
+		t.Fatal("setxattr reached the disk before commit")
+	}
+	must(t, f.Removexattr("a", "user.lower"))
+	if _, err := f.Getxattr("a", "user.lower"); !errors.Is(err, unix.ENODATA) {
+		t.Fatalf("removed xattr: %v", err)
+	}
+	if err := f.Setxattr("a", "trusted.x", nil, 0); !errors.Is(err, syscall.ENOTSUP) {
+		t.Fatalf("non-user namespace: %v", err)
+	}
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	if n, err := unix.Lgetxattr(filepath.Join(root, "a"), "user.mine", buf); err != nil || string(buf[:n]) != "M" {
+		t.Fatalf("committed xattr: %q %v", buf[:n], err)
+	}
+}

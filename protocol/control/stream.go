@@ -1,0 +1,295 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// MaxMessage is the largest message, in bytes without its newline, the
+// daemon reads. A longer one is answered with an error (-32600) and
+// skipped; the connection stays open.
+const MaxMessage = 64 << 20
+
+// maxClientMessage bounds what a client reads from the daemon, which it
+// trusts: large enough for a diff of a 100 MiB file.
+const maxClientMessage = 1 << 31
+
+// stream frames JSON-RPC messages one per line. Unlike
+// jsonrpc2.NewPlainObjectStream, whose json.Decoder cannot recover from
+// bad input (jsonrpc2 then closes the connection), it reads whole lines
+// and, when answer is set, answers a line that is not a usable message
+// itself (parse error, invalid request, over the size limit) and reads
+// on, so a client's mistake never costs it the connection.
+type stream struct {
+	conn   io.ReadWriteCloser
+	r      *bufio.Reader
+	max    int  // read only
+	answer bool // read only
+
+	buf []byte // reused line buffer; only ReadObject touches it
+
+	wmu sync.Mutex // serialises writes: jsonrpc2 and rejections
+}
+
+func newStream(conn io.ReadWriteCloser, max int, answer bool) *stream {
+	return &stream{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), max: max, answer: answer}
+}
+
+var errTooLong = errors.New("message too long")
+
+// ReadObject implements jsonrpc2.ObjectStream.
+func (s *stream) ReadObject(v any) error {
+	for {
+		line, err := s.readLine()
+		if errors.Is(err, errTooLong) {
+			err = fmt.Errorf("message is over the limit of %d MiB: send large texts in pieces (buffer/didChange ranges)", s.max>>20)
+			if !s.answer {
+				return err
+			}
+			s.reject(nil, jsonrpc2.CodeInvalidRequest, err.Error())
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if bad := checkMessage(line); bad != nil {
+			if !s.answer {
+				return bad
+			}
+			s.reject(bad.id, bad.code, bad.msg)
+			continue
+		}
+		if err := json.Unmarshal(line, v); err != nil {
+			if !s.answer {
+				return err
+			}
+			s.reject(idOf(line), jsonrpc2.CodeInvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error())
+			continue
+		}
+		if cap(s.buf) > 1<<20 {
+			s.buf = nil // do not keep a huge message's buffer for the connection's life
+		}
+		return nil
+	}
+}
+
+// readLine returns the next line without its newline, or errTooLong
+// after skipping a line over s.max bytes. A last line without a newline
+// counts.
+func (s *stream) readLine() ([]byte, error) {
+	s.buf = s.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		if !tooLong {
+			if len(s.buf)+len(chunk) > s.max+1 {
+				tooLong, s.buf = true, nil
+			} else {
+				s.buf = append(s.buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			if tooLong {
+				return nil, errTooLong
+			}
+			return s.buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(s.buf) > 0 && !tooLong:
+			return s.buf, nil
+		}
+		return nil, err
+	}
+}
+
+// WriteObject implements jsonrpc2.ObjectStream: one line per message
+// (json.Marshal never emits a raw newline), written whole.
+func (s *stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return s.writeLine(b)
+}
+
+func (s *stream) writeLine(b []byte) error {
+	b = append(b, '\n')
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, err := s.conn.Write(b)
+	return err
+}
+
+// Close implements jsonrpc2.ObjectStream.
+func (s *stream) Close() error { return s.conn.Close() }
+
+// reject answers a message that never reaches jsonrpc2. id is the
+// message's id as sent, nil when it has none or it cannot be told.
+func (s *stream) reject(id json.RawMessage, code int64, msg string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc2.Error  `json:"error"`
+	}{"2.0", id, jsonrpc2.Error{Code: code, Message: msg}})
+	if err != nil {
+		return
+	}
+	s.writeLine(b) // a failed write shows up as the next read's error
+}
+
+// badMessage is why a line is not a message jsonrpc2 can take.
+type badMessage struct {
+	id   json.RawMessage
+	code int64
+	msg  string
+}
+
+func (b *badMessage) Error() string { return b.msg }
+
+// envelope is a message's top level, with every member left raw.
+type envelope struct {
+	JSONRPC *string         `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// checkMessage reports what is wrong with a line as a JSON-RPC 2.0
+// message, in the terms of the specification's error codes: -32700 for
+// what is not UTF-8 JSON, -32600 for JSON that is not a message, -32602
+// for text that is not valid Unicode. It also refuses what jsonrpc2 would
+// mishandle: batches, and ids that are not strings or integers that fit
+// an int64.
+func checkMessage(line []byte) *badMessage {
+	if !utf8.Valid(line) {
+		return &badMessage{code: jsonrpc2.CodeParseError, msg: "parse error: the message is not valid UTF-8 (JSON text must be UTF-8)"}
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return &badMessage{code: jsonrpc2.CodeParseError, msg: "parse error: malformed JSON: " + err.Error()}
+	}
+	switch line[0] {
+	case '{':
+	case '[':
+		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: batches are not supported, send one message per line"}
+	default:
+		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: a message must be a JSON object"}
+	}
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: " + err.Error()}
+	}
+	id := env.ID
+	if id != nil && !validID(id) {
+		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: "id" must be a string or an integer from 0 to 2^63-1`}
+	}
+	if isNull(id) {
+		id = nil
+	}
+	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
+		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	isResponse := env.Result != nil || env.Error != nil
+	switch {
+	case env.Method == nil && !isResponse:
+		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: no "method"`}
+	case env.Method != nil && isResponse:
+		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: a message has either "method" or "result"/"error", not both`}
+	case env.Method != nil && (len(env.Method) == 0 || env.Method[0] != '"'):
+		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: "method" must be a string`}
+	case env.Params != nil && !isNull(env.Params) && env.Params[0] != '{' && env.Params[0] != '[':
+		return &badMessage{id: id, code: jsonrpc2.CodeInvalidParams, msg: `invalid params: "params" must be an object`}
+	}
+	if at, ok := loneSurrogate(line); ok {
+		return &badMessage{id: id, code: jsonrpc2.CodeInvalidParams, msg: fmt.Sprintf("invalid params: text is not valid Unicode (lone UTF-16 surrogate %s): send text as UTF-8", at)}
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// validID accepts what jsonrpc2 round-trips: null, a string, or an
+// integer in [0, 2^63).
+func validID(raw json.RawMessage) bool {
+	switch raw[0] {
+	case 'n':
+		return true
+	case '"':
+		return true
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil && n >= 0
+}
+
+// idOf extracts a line's id if it has a usable one.
+func idOf(line []byte) json.RawMessage {
+	var env envelope
+	if json.Unmarshal(line, &env) != nil || env.ID == nil || !validID(env.ID) || isNull(env.ID) {
+		return nil
+	}
+	return env.ID
+}
+
+// loneSurrogate finds a \u escape of a UTF-16 surrogate that is not half
+// of a pair: encoding/json would turn it into U+FFFD without a word. The
+// line must be valid JSON, where a backslash only ever starts an escape.
+func loneSurrogate(line []byte) (string, bool) {
+	for i := 0; i < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		if i+1 < len(line) && line[i+1] != 'u' {
+			i++ // a one-character escape, maybe of a backslash
+			continue
+		}
+		r, ok := hex4(line, i+2)
+		if !ok {
+			continue
+		}
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00:
+			r2, ok2 := rune(0), false
+			if i+11 < len(line) && line[i+6] == '\\' && line[i+7] == 'u' {
+				r2, ok2 = hex4(line, i+8)
+			}
+			if !ok2 || r2 < 0xdc00 || r2 > 0xdfff {
+				return string(line[i : i+6]), true
+			}
+			i += 11
+		case utf16.IsSurrogate(r):
+			return string(line[i : i+6]), true
+		default:
+			i += 5
+		}
+	}
+	return "", false
+}
+
+// hex4 parses the four hex digits at b[at:].
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
+	return rune(n), err == nil
+}
