@@ -145,7 +145,13 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 			if _, err := os.Lstat(keep); err == nil {
 				continue
 			}
-			if err := os.Link(d.dataPath(e.Ino), keep); err != nil {
+			// A link shares the content; a file still open for writing
+			// changes on after the commit, so undo gets a copy of it.
+			link := os.Link
+			if d.writers[e.Ino] > 0 {
+				link = copyFile
+			}
+			if err := link(d.dataPath(e.Ino), keep); err != nil {
 				return nil, fmt.Errorf("overlay: commit: keep %q for undo: %w", k, err)
 			}
 		}
@@ -195,6 +201,16 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 	t := &txn{}
 	for k := range rec.Entry {
 		t.putEntry(k, nil)
+		if e := d.entries[k]; e != nil && e.Kind == kindFile && d.writers[e.Ino] > 0 {
+			// Still open for writing: what is written from now on must
+			// not be lost, so the file stays in the draft, its base now
+			// the committed content.
+			b, err := d.recordBase(k, true)
+			if err != nil {
+				return err
+			}
+			t.putEntry(k, &entry{Kind: kindFile, Ino: e.Ino, Base: b})
+		}
 	}
 	rec.State = stateDone
 	t.commits = map[uint64]*commitRecord{rec.ID: rec}
@@ -438,6 +454,11 @@ func (d *Draft) backup(id uint64, key, name string) error {
 		return fmt.Errorf("overlay: commit: keep %q for undo: %w", key, err)
 	}
 	return nil
+}
+
+// copyFile copies a state file.
+func copyFile(src, dst string) error {
+	return copyTree(afero.NewOsFs(), src, afero.NewOsFs(), dst)
 }
 
 // copyTree copies a file, symlink or directory tree between file systems,

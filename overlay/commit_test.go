@@ -236,3 +236,30 @@ func TestCommitMatrix(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitWhileOpenForWriting: writes through a handle that stays open
+// across a commit are not lost: the file stays in the draft.
+func TestCommitWhileOpenForWriting(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"log": ""})
+	h, err := f.OpenFile("log", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = h.Write([]byte("one\n"))
+	must(t, err)
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"log": "one\n"})
+	_, err = h.Write([]byte("two\n"))
+	must(t, err)
+	must(t, h.Close())
+	if b, _ := afero.ReadFile(f, "log"); string(b) != "one\ntwo\n" {
+		t.Fatalf("merged view %q", b)
+	}
+	if got := cmStatus(t, d); got != "M log" {
+		t.Fatalf("status %q", got)
+	}
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"log": "one\ntwo\n"})
+}

@@ -240,10 +240,15 @@ func (f *dirFile) Close() error                       { return nil }
 func (f *dirFile) Sync() error                        { return nil }
 func (f *dirFile) Read([]byte) (int, error)           { return 0, f.isDir("read") }
 func (f *dirFile) ReadAt([]byte, int64) (int, error)  { return 0, f.isDir("read") }
-func (f *dirFile) Write([]byte) (int, error)          { return 0, f.isDir("write") }
-func (f *dirFile) WriteAt([]byte, int64) (int, error) { return 0, f.isDir("write") }
-func (f *dirFile) WriteString(string) (int, error)    { return 0, f.isDir("write") }
-func (f *dirFile) Truncate(int64) error               { return f.isDir("truncate") }
+
+// A directory is open read only: writing is EBADF, truncating EINVAL, as
+// on a directory descriptor.
+func (f *dirFile) Write([]byte) (int, error)          { return 0, badHandle("write", f.name) }
+func (f *dirFile) WriteAt([]byte, int64) (int, error) { return 0, badHandle("write", f.name) }
+func (f *dirFile) WriteString(string) (int, error)    { return 0, badHandle("write", f.name) }
+func (f *dirFile) Truncate(int64) error {
+	return &fs.PathError{Op: "truncate", Path: f.name, Err: syscall.EINVAL}
+}
 
 func (f *dirFile) isDir(op string) error {
 	return &fs.PathError{Op: op, Path: f.name, Err: syscall.EISDIR}

@@ -32,6 +32,9 @@ type Draft struct {
 	links    map[uint64]int // entries naming each inode
 	nextIno  uint64
 	lowerIno map[string]uint64 // inode numbers for a disk layer without them
+	// writers counts the handles open for writing on each inode: a
+	// commit keeps their entries (see runLocked).
+	writers map[uint64]int
 	closed   bool
 }
 
@@ -45,7 +48,7 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Draft{w: w, name: name, dir: dir, st: st, lowerIno: map[string]uint64{}}
+	d := &Draft{w: w, name: name, dir: dir, st: st, lowerIno: map[string]uint64{}, writers: map[uint64]int{}}
 	if err := d.reload(); err != nil {
 		st.close()
 		return nil, err

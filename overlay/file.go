@@ -53,6 +53,7 @@ type dataFile struct {
 	// since, published on Sync or Close.
 	announced atomic.Bool
 	dirty     atomic.Bool
+	writer    bool // counted in d.writers until Close
 
 	mu   sync.Mutex // protects last
 	last inode      // the inode's metadata as last seen, for Stat after unlink
@@ -104,6 +105,13 @@ func (f *dataFile) Sync() error {
 
 func (f *dataFile) Close() error {
 	err := f.File.Close()
+	if f.writer && err == nil {
+		f.d.mu.Lock()
+		if f.d.writers[f.ino]--; f.d.writers[f.ino] <= 0 {
+			delete(f.d.writers, f.ino)
+		}
+		f.d.mu.Unlock()
+	}
 	if f.dirty.Swap(false) {
 		f.publish()
 	}

@@ -40,13 +40,17 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 	if src == "" || dst == "" {
 		return pathErr("rename", src, syscall.EBUSY)
 	}
+	// The checks come in the order Linux makes them (do_renameat2, then
+	// vfs_rename), so callers see the errno a local file system gives.
+	for _, k := range []string{src, dst} {
+		if err := d.checkParentLocked("rename", k); err != nil {
+			return err
+		}
+	}
 	sp := d.peek(src)
 	sfi, err := d.describe(src, sp)
 	if err != nil {
 		return err
-	}
-	if within(dst, src) && dst != src {
-		return pathErr("rename", dst, syscall.EINVAL)
 	}
 	dp := d.peek(dst)
 	dfi, err := d.describe(dst, dp)
@@ -54,24 +58,23 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if !dstExists {
-		pfi, err := d.lstatLocked(parentOf(dst))
-		if err != nil {
-			return err
-		}
-		if !pfi.IsDir() {
-			return pathErr("rename", dst, syscall.ENOTDIR)
-		}
-	}
 	exchange := flags&RenameExchange != 0
 	switch {
-	case exchange && !dstExists:
-		return pathErr("rename", dst, syscall.ENOENT)
-	case exchange:
-	case src == dst:
-		return nil
 	case dstExists && flags&RenameNoReplace != 0:
 		return pathErr("rename", dst, syscall.EEXIST)
+	case exchange && !dstExists:
+		return pathErr("rename", dst, syscall.ENOENT)
+	case src != dst && within(dst, src):
+		return pathErr("rename", dst, syscall.EINVAL) // into itself
+	case src != dst && within(src, dst) && exchange:
+		return pathErr("rename", dst, syscall.EINVAL)
+	case src != dst && within(src, dst):
+		return pathErr("rename", dst, syscall.ENOTEMPTY) // over its own ancestor
+	case src == dst:
+		return nil
+	case dstExists && !sfi.IsDir() && sfi.Sys().(*Attr).Ino == dfi.Sys().(*Attr).Ino:
+		return nil // two names of one file: rename(2) does nothing
+	case exchange:
 	case dstExists && sfi.IsDir() && !dfi.IsDir():
 		return pathErr("rename", dst, syscall.ENOTDIR)
 	case dstExists && !sfi.IsDir() && dfi.IsDir():
@@ -85,12 +88,6 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 		if len(ents) > 0 {
 			return pathErr("rename", dst, syscall.ENOTEMPTY)
 		}
-	}
-	if exchange && src == dst {
-		return nil
-	}
-	if exchange && (within(src, dst) || within(dst, src)) {
-		return pathErr("rename", dst, syscall.EINVAL)
 	}
 	t := &txn{}
 	srcBase, err := d.baseFor(src)
@@ -132,6 +129,19 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 	}
 	t.addLog(LogEntry{Op: "rename", Path: dst, From: src, Source: source})
 	return d.finish(t)
+}
+
+// checkParentLocked fails as a path lookup does when key's parent is
+// missing or not a directory. Must be called with d.mu held.
+func (d *Draft) checkParentLocked(op, key string) error {
+	pfi, err := d.lstatLocked(parentOf(key))
+	if err != nil {
+		return err
+	}
+	if !pfi.IsDir() {
+		return pathErr(op, key, syscall.ENOTDIR)
+	}
+	return nil
 }
 
 // detach returns the entry that carries the object at key to another

@@ -102,13 +102,15 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 		fd, err = os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
 		if err != nil {
 			err = &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
+		} else {
+			d.writers[ino]++
 		}
 	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, last: last}, nil
+	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, last: last, writer: true}, nil
 }
 
 // createLocked makes a new object at key, which must not exist. Must be
@@ -197,7 +199,7 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 		return 0, err
 	}
 	x, err := d.lowerXattrs(key, p.w.lower)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a buffer-only file has none
 		return 0, err
 	}
 	t.putEntry(key, &entry{Kind: kindFile, Ino: ino, Origin: origin, Base: b})
@@ -257,7 +259,7 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 		e.Origin = p.w.lower
 	}
 	x, err := d.lowerXattrs(key, p.w.lower)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a buffer-only file has none
 		return 0, err
 	}
 	t.putEntry(key, e)
@@ -379,25 +381,23 @@ func (f *Fs) Link(oldname, newname string) error {
 	d := f.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// In the order of Linux's linkat: the old name, the new one's
+	// parent, the new name, then what the old name is.
 	p := d.peek(src)
 	fi, err := d.describe(src, p)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
-		return pathErr("link", src, syscall.EPERM)
+	if err := d.checkParentLocked("link", dst); err != nil {
+		return err
 	}
 	if _, err := d.lstatLocked(dst); err == nil {
 		return pathErr("link", dst, syscall.EEXIST)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	pfi, err := d.lstatLocked(parentOf(dst))
-	if err != nil {
-		return err
-	}
-	if !pfi.IsDir() {
-		return pathErr("link", dst, syscall.ENOTDIR)
+	if fi.IsDir() {
+		return pathErr("link", src, syscall.EPERM)
 	}
 	var ino uint64
 	if fi.Mode()&fs.ModeSymlink != 0 {

@@ -136,7 +136,7 @@ func toRPC(err error) *jsonrpc2.Error {
 		data.Result, _ = json.Marshal(rf.result)
 	}
 	e := &jsonrpc2.Error{Code: code, Message: msg}
-	if data != (ErrorData{}) || data.Result != nil {
+	if data.Kind != "" || data.Result != nil {
 		e.SetError(data)
 	}
 	return e
@@ -194,26 +194,6 @@ func (e *Error) Unwrap() error {
 		return syscall.EIO
 	}
 	return nil
-}
-
-// IsNoChanges reports whether err is a discard refused because a path
-// has no draft changes.
-func IsNoChanges(err error) bool { return errors.Is(err, errNoChanges) }
-
-// IsUsage reports whether err is the daemon refusing a request's form
-// (bad params, unknown method) rather than its content.
-func IsUsage(err error) bool {
-	var e *Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	switch e.Code {
-	case jsonrpc2.CodeInvalidParams:
-		return e.Data.Kind == kindParams
-	case jsonrpc2.CodeMethodNotFound, jsonrpc2.CodeInvalidRequest, jsonrpc2.CodeParseError:
-		return true
-	}
-	return false
 }
 
 // errnoByName maps errno names back to numbers for errors from the wire.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -35,6 +36,9 @@ type stream struct {
 	r      *bufio.Reader
 	max    int  // read only
 	answer bool // read only
+	// writeTimeout, when set, bounds each write: a peer that does not
+	// take a message in that time is gone (set before use, read only).
+	writeTimeout time.Duration
 
 	buf []byte // reused line buffer; only ReadObject touches it
 
@@ -131,6 +135,9 @@ func (s *stream) writeLine(b []byte) error {
 	b = append(b, '\n')
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if d, ok := s.conn.(interface{ SetWriteDeadline(time.Time) error }); ok && s.writeTimeout > 0 {
+		d.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	}
 	_, err := s.conn.Write(b)
 	return err
 }

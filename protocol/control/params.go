@@ -1,0 +1,301 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/draftfs/draftfs/buffers"
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// Params and results of the methods; the JSON names are the protocol.
+
+// Implementation names a client or the daemon in initialize.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// InitializeParams start a session.
+type InitializeParams struct {
+	ClientInfo Implementation `json:"clientInfo"`
+	// PositionEncodings the client can use, preferred first: "utf-8",
+	// "utf-16". None: "utf-16", as in LSP.
+	PositionEncodings []string `json:"positionEncodings,omitempty"`
+}
+
+// InitializeResult describes the daemon to a client.
+type InitializeResult struct {
+	ServerInfo       Implementation `json:"serverInfo"`
+	PositionEncoding string     `json:"positionEncoding"`
+	Workspace        string     `json:"workspace"`
+	Draft            string     `json:"draft"`
+	Mount            string     `json:"mount,omitempty"`
+}
+
+// BufferParams name a buffer (didSave, didClose).
+type BufferParams struct {
+	Path string `json:"path"`
+}
+
+// DidOpenParams open or replace a buffer.
+type DidOpenParams struct {
+	Path    string `json:"path"`
+	Version int64  `json:"version"`
+	Text    string `json:"text"`
+}
+
+// Position is 0-based, its character counted in the negotiated encoding.
+type Position struct {
+	Line      int `json:"line"`
+	Character int `json:"character"`
+}
+
+// Range is from Start to End.
+type Range struct {
+	Start Position `json:"start"`
+	End   Position `json:"end"`
+}
+
+// TextChange replaces Range with Text; without Range, the whole text.
+type TextChange struct {
+	Range *Range `json:"range,omitempty"`
+	Text  string `json:"text"`
+}
+
+// DidChangeParams change a buffer: Text replaces it whole, or Changes
+// edit it in order. Length, when given, is the byte length of the
+// result, so drift shows as a CodeResync error.
+type DidChangeParams struct {
+	Path    string       `json:"path"`
+	Version int64        `json:"version"`
+	Text    *string      `json:"text,omitempty"`
+	Changes []TextChange `json:"changes,omitempty"`
+	Length  *int64       `json:"length,omitempty"`
+}
+
+// DidChangeResult says whether the change was applied (false: its
+// version was stale).
+type DidChangeResult struct {
+	Applied bool `json:"applied"`
+}
+
+// DraftParams choose a draft ("": the daemon's).
+type DraftParams struct {
+	Draft string `json:"draft,omitempty"`
+}
+
+// PathsParams choose paths of a draft (none: all).
+type PathsParams struct {
+	Draft string   `json:"draft,omitempty"`
+	Paths []string `json:"paths,omitempty"`
+}
+
+// ReadParams name a file of the merged view.
+type ReadParams struct {
+	Draft string `json:"draft,omitempty"`
+	Path  string `json:"path"`
+}
+
+// ReadResult is a file's content: Text when it is UTF-8, else Data.
+type ReadResult struct {
+	Path string `json:"path"`
+	Text string `json:"text,omitempty"`
+	Data []byte `json:"data,omitempty"`
+	// Binary: the content is not UTF-8 and is in Data (base64).
+	Binary bool `json:"binary,omitempty"`
+}
+
+// CommitParams choose what to commit and how.
+type CommitParams struct {
+	Draft  string   `json:"draft,omitempty"`
+	Paths  []string `json:"paths,omitempty"`
+	Force  bool     `json:"force,omitempty"`
+	DryRun bool     `json:"dryRun,omitempty"`
+	// Progress asks for draft/commitProgress notifications.
+	Progress bool `json:"progress,omitempty"`
+}
+
+// ProgressParams report a running commit.
+type ProgressParams struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+// DiscardParams choose what to discard: Paths, or everything with All.
+type DiscardParams struct {
+	Draft  string   `json:"draft,omitempty"`
+	Paths  []string `json:"paths,omitempty"`
+	All    bool     `json:"all,omitempty"`
+	Source string   `json:"source,omitempty"`
+}
+
+// PathsResult lists paths (discard).
+type PathsResult struct {
+	Paths []string `json:"paths"`
+}
+
+// MountResult is where the draft is mounted.
+type MountResult struct {
+	Mount string `json:"mount"`
+}
+
+// ChangeNotice is draft/didChange: Path (absolute) changed in the merged
+// view of Draft ("": below every draft: a buffer or the disk). Overflow:
+// notices were lost, every path may have changed.
+type ChangeNotice struct {
+	Draft    string `json:"draft,omitempty"`
+	Path     string `json:"path"`
+	From     string `json:"from,omitempty"`
+	Change   string `json:"change"`
+	Source   string `json:"source,omitempty"`
+	Overflow bool   `json:"overflow,omitempty"`
+}
+
+// PathsNotice is draft/didCommit and draft/didDiscard: absolute paths.
+type PathsNotice struct {
+	Draft string   `json:"draft"`
+	Paths []string `json:"paths"`
+}
+
+// ResyncNotice is buffer/resync: a buffer change sent as a notification
+// failed; the client should send the buffer's full text.
+type ResyncNotice struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// FsParams is the common part of the fs/* methods, for front ends that
+// reach the merged view through the daemon.
+type FsParams struct {
+	Draft string `json:"draft,omitempty"`
+	// Source is the front end, recorded in the log: "acp", "mcp", "cli".
+	Source string `json:"source"`
+	Path   string `json:"path"`
+}
+
+// FsReadParams read a file.
+type FsReadParams struct {
+	FsParams
+	// Limit refuses files over this many bytes (CodeTooLarge); <= 0:
+	// the largest message a client reads.
+	Limit int64 `json:"limit,omitempty"`
+}
+
+// FsWriteParams write a file.
+type FsWriteParams struct {
+	FsParams
+	Data []byte `json:"data"` // base64
+	Mode uint32 `json:"mode,omitempty"`
+}
+
+// FsRenameParams rename From to To.
+type FsRenameParams struct {
+	Draft  string `json:"draft,omitempty"`
+	Source string `json:"source"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// KeyResult is a resolved path.
+type KeyResult struct {
+	Key string `json:"key"`
+}
+
+// DataResult is a file's content.
+type DataResult struct {
+	Data []byte `json:"data"`
+}
+
+// positionEncoding turns a negotiated name into an encoding.
+func positionEncoding(name string) (buffers.Encoding, bool) {
+	switch name {
+	case "utf-8":
+		return buffers.UTF8, true
+	case "utf-16":
+		return buffers.UTF16, true
+	}
+	return 0, false
+}
+
+// sourceOf checks a front end's name for the log.
+func sourceOf(name string, dflt overlay.Source) (overlay.Source, error) {
+	switch overlay.Source(name) {
+	case "":
+		if dflt != "" {
+			return dflt, nil
+		}
+	case overlay.SourceACP, overlay.SourceMCP, overlay.SourceCLI:
+		return overlay.Source(name), nil
+	}
+	return "", invalidParams(`"source" must be "acp", "mcp" or "cli", not %q`, name)
+}
+
+// decode unmarshals a request's params into v, which must point to a
+// struct, and checks that the required members are there. Its errors
+// are paramErrors that say, in JSON terms, which member is wrong.
+func decode(req *jsonrpc2.Request, v any, required ...string) error {
+	if req.Params == nil || isNull(*req.Params) {
+		if len(required) > 0 {
+			return invalidParams("%s needs params {%s}", req.Method, strings.Join(required, ", "))
+		}
+		return nil
+	}
+	raw := []byte(*req.Params)
+	if len(raw) == 0 || raw[0] != '{' {
+		return invalidParams("the params of %s must be an object", req.Method)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return invalidParams("%s: %v", req.Method, err)
+	}
+	for _, r := range required {
+		if m, ok := members[r]; !ok || isNull(m) {
+			return invalidParams("%s: %q is missing", req.Method, r)
+		}
+	}
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "params"
+			}
+			return invalidParams("%s: %q must be %s, not %s", req.Method, field, jsonType(te.Type), te.Value)
+		}
+		return invalidParams("%s: %v", req.Method, err)
+	}
+	return nil
+}
+
+// jsonType names what JSON value a Go type takes.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	}
+	return t.String()
+}

@@ -1,0 +1,399 @@
+package control
+
+// Lock order: Server.mu, then nothing: it is never held while sending.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/draftfs/draftfs/buffers"
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Draft is the draft of requests that name none, and of buffer paths'
+	// symlink resolution. "": overlay.DefaultDraft.
+	Draft string
+	// Version is the daemon's, in initialize's serverInfo.
+	Version string
+	// Mountpoint returns where the merged view of a draft is mounted, ""
+	// when it is not. Nil: never.
+	Mountpoint func(draft string) string
+	// Mount mounts the merged view of a draft that is not mounted and
+	// returns where (draft/mount). Nil: the method fails.
+	Mount func(draft string) (string, error)
+	// Logf reports what the daemon's user should know about: refused
+	// peers, dropped clients, failed notifications. Nil: discarded.
+	Logf func(format string, args ...any)
+}
+
+// Server answers the control protocol for one workspace on any number
+// of connections.
+type Server struct {
+	ws   *overlay.Workspace // read only
+	opts ServerOptions      // read only
+	sub  *overlay.Subscription
+	uid  int // read only: the only user whose connections are served
+
+	ctx    context.Context // done when the server closes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connection goroutines, handlers, the fan-out
+
+	mu        sync.Mutex // protects the following
+	conns     map[*conn]struct{}
+	listeners []net.Listener
+	closed    bool
+}
+
+// NewServer returns a server over ws; it receives the workspace's
+// change feed until Close.
+func NewServer(ws *overlay.Workspace, opts ServerOptions) *Server {
+	if opts.Draft == "" {
+		opts.Draft = overlay.DefaultDraft
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		ws: ws, opts: opts, sub: ws.Subscribe(), uid: os.Getuid(),
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{},
+	}
+	s.wg.Add(1)
+	go s.fanOut()
+	return s
+}
+
+// Serve accepts connections on l until l fails or the server closes.
+// Peers of another user are refused. It returns nil after Close.
+func (s *Server) Serve(l *net.UnixListener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.listeners = append(s.listeners, l)
+	s.mu.Unlock()
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		cred, err := peerCred(c)
+		if err != nil || int(cred.Uid) != s.uid {
+			who := "unknown user"
+			if err == nil {
+				who = fmt.Sprintf("uid %d (pid %d)", cred.Uid, cred.Pid)
+			}
+			s.opts.Logf("control: refused a connection from %s: only uid %d may use this daemon", who, s.uid)
+			st := newStream(c, MaxMessage, true)
+			st.reject(nil, CodeRefused, fmt.Sprintf("connection refused: this draftfs daemon serves uid %d only", s.uid))
+			c.Close()
+			continue
+		}
+		s.ServeConn(c)
+	}
+}
+
+// ServeConn serves one connection, already trusted, until it or the
+// server closes. It returns at once.
+func (s *Server) ServeConn(rwc io.ReadWriteCloser) {
+	cn := &conn{
+		s:     s,
+		done:  make(chan struct{}),
+		queue: make(chan notice, noticeQueue),
+		sem:   make(chan struct{}, maxAsync),
+		ready: make(chan struct{}),
+		enc:   buffers.UTF16,
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		rwc.Close()
+		return
+	}
+	s.conns[cn] = struct{}{}
+	s.mu.Unlock()
+	st := newStream(rwc, MaxMessage, true)
+	st.writeTimeout = writeTimeout
+	cn.rpc = jsonrpc2.NewConn(s.ctx, st, cn, jsonrpc2.SetLogger(logger{s.opts.Logf}))
+	close(cn.ready)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		<-cn.rpc.DisconnectNotify()
+		close(cn.done)
+		s.mu.Lock()
+		delete(s.conns, cn)
+		s.mu.Unlock()
+	}()
+	go cn.sendNotices()
+}
+
+// Close stops accepting, closes every connection, waits for running
+// handlers and stops following the change feed. The workspace stays
+// open: it is the caller's.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ls := s.listeners
+	conns := make([]*conn, 0, len(s.conns))
+	for cn := range s.conns {
+		conns = append(conns, cn)
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	for _, cn := range conns {
+		cn.rpc.Close()
+	}
+	s.cancel()
+	s.sub.Close()
+	s.wg.Wait()
+	return nil
+}
+
+// logger adapts Logf for jsonrpc2's own messages.
+type logger struct{ logf func(string, ...any) }
+
+func (l logger) Printf(format string, args ...any) { l.logf(format, args...) }
+
+const (
+	// noticeQueue is how many notifications a client may fall behind by
+	// before they are replaced by one that says some were lost.
+	noticeQueue = 1024
+	// maxAsync bounds the requests one connection has running at once;
+	// more wait, and the connection's reading with them.
+	maxAsync = 8
+	// writeTimeout: a client that takes longer to accept one message is
+	// taken for dead and disconnected.
+	writeTimeout = time.Minute
+)
+
+// notice is a notification waiting to be sent.
+type notice struct {
+	method string
+	params any
+}
+
+// conn is one client connection.
+type conn struct {
+	s     *Server
+	rpc   *jsonrpc2.Conn // set before ready is closed
+	ready chan struct{}
+	done  chan struct{} // closed when the connection has ended
+	sem   chan struct{} // slots for unordered handlers
+
+	// queue holds notifications for sendNotices; only Server.fanOut sends
+	// on it, with Server.mu held.
+	queue      chan notice
+	subscribed atomic.Bool
+
+	// enc is the negotiated position encoding: written by initialize and
+	// read by the buffer methods, all ordered handlers, which run one at
+	// a time on the connection's reading goroutine.
+	enc buffers.Encoding
+}
+
+// Handle implements jsonrpc2.Handler. Ordered methods (initialize and
+// buffer/*) run here, on the reading goroutine, so a connection's buffer
+// changes apply in arrival order; the others run concurrently, at most
+// maxAsync at a time.
+func (cn *conn) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	<-cn.ready
+	m, ok := methods[req.Method]
+	if !ok {
+		if !req.Notif {
+			c.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{
+				Code:    jsonrpc2.CodeMethodNotFound,
+				Message: fmt.Sprintf("method not found: %q is not a draftfs control method", req.Method),
+			})
+		}
+		return
+	}
+	if m.ordered {
+		cn.run(ctx, m, req)
+		return
+	}
+	select {
+	case cn.sem <- struct{}{}:
+	case <-cn.done:
+		return
+	}
+	cn.s.wg.Add(1)
+	go func() {
+		defer cn.s.wg.Done()
+		defer func() { <-cn.sem }()
+		cn.run(ctx, m, req)
+	}()
+}
+
+// run calls a method's handler and answers. A panicking handler is a
+// bug: it is logged and answered as an internal error, and the daemon
+// carries on.
+func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
+	var res any
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				cn.s.opts.Logf("control: panic in %s: %v\n%s", req.Method, p, debug.Stack())
+				err = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("internal error in %s: %v", req.Method, p)}
+			}
+		}()
+		res, err = m.fn(ctx, cn, req)
+	}()
+	if req.Notif {
+		if err != nil {
+			cn.notificationFailed(req, err)
+		}
+		return
+	}
+	if err != nil {
+		cn.rpc.ReplyWithError(ctx, req.ID, toRPC(err))
+		return
+	}
+	cn.rpc.Reply(ctx, req.ID, res)
+}
+
+// notificationFailed tells the client about a buffer change it sent as
+// a notification that failed, so it can resend the full text; other
+// failed notifications are only logged.
+func (cn *conn) notificationFailed(req *jsonrpc2.Request, err error) {
+	var p BufferParams
+	if methods[req.Method].buffer && decode(req, &p) == nil && p.Path != "" {
+		cn.rpc.Notify(cn.s.ctx, "buffer/resync", ResyncNotice{Path: p.Path, Message: toRPC(err).Message})
+		return
+	}
+	cn.s.opts.Logf("control: notification %s: %v", req.Method, err)
+}
+
+// sendNotices sends queued notifications until the connection ends.
+func (cn *conn) sendNotices() {
+	defer cn.s.wg.Done()
+	for {
+		select {
+		case n := <-cn.queue:
+			if err := cn.rpc.Notify(cn.s.ctx, n.method, n.params); err != nil {
+				cn.rpc.Close()
+				return
+			}
+		case <-cn.done:
+			return
+		}
+	}
+}
+
+// fanOut turns the change feed into notifications for every subscribed
+// connection. It never blocks on a client: a full queue is emptied and
+// replaced by one notification that says changes were lost.
+func (s *Server) fanOut() {
+	defer s.wg.Done()
+	for c := range s.sub.C {
+		batch := []overlay.Change{c}
+	more:
+		for len(batch) < 4096 {
+			select {
+			case c, ok := <-s.sub.C:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		s.broadcast(s.notices(batch))
+	}
+}
+
+// notices turns changes into notifications: runs of commits or
+// discards of one draft become one didCommit or didDiscard.
+func (s *Server) notices(batch []overlay.Change) []notice {
+	var out []notice
+	for i := 0; i < len(batch); {
+		c := batch[i]
+		if (c.Kind == overlay.ChangeCommit || c.Kind == overlay.ChangeDiscard) && !c.Overflow {
+			j := i
+			var paths []string
+			for ; j < len(batch) && batch[j].Kind == c.Kind && batch[j].Draft == c.Draft && !batch[j].Overflow; j++ {
+				paths = append(paths, s.ws.Abs(batch[j].Path))
+			}
+			method := "draft/didCommit"
+			if c.Kind == overlay.ChangeDiscard {
+				method = "draft/didDiscard"
+			}
+			out = append(out, notice{method, PathsNotice{Draft: c.Draft, Paths: paths}})
+			i = j
+			continue
+		}
+		if c.Overflow {
+			out = append(out, overflowNotice(s.ws.Root()))
+		}
+		n := ChangeNotice{Draft: c.Draft, Path: s.ws.Abs(c.Path), Change: string(c.Kind), Source: string(c.Source)}
+		if c.From != "" {
+			n.From = s.ws.Abs(c.From)
+		}
+		out = append(out, notice{"draft/didChange", n})
+		i++
+	}
+	return out
+}
+
+func overflowNotice(root string) notice {
+	return notice{"draft/didChange", ChangeNotice{Path: root, Change: "overflow", Overflow: true}}
+}
+
+func (s *Server) broadcast(ns []notice) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for cn := range s.conns {
+		if !cn.subscribed.Load() {
+			continue
+		}
+		for _, n := range ns {
+			select {
+			case cn.queue <- n:
+				continue
+			default:
+			}
+			// Full: the client is slow. Drop what waits, say so, go on.
+		drain:
+			for {
+				select {
+				case <-cn.queue:
+				default:
+					break drain
+				}
+			}
+			cn.queue <- overflowNotice(s.ws.Root())
+			break
+		}
+	}
+}
