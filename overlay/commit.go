@@ -61,9 +61,7 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 		return nil, err
 	}
 	res.Conflicts = conflicts
-	for _, k := range sortedKeys(merged) {
-		res.Merged = append(res.Merged, k)
-	}
+	res.Merged = sortedKeys(merged)
 	if len(chosen) == 0 || opts.DryRun {
 		d.mu.Unlock()
 		return res, nil

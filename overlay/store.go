@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Buckets of a draft's database.
@@ -42,7 +42,7 @@ func openStore(dir string) (*store, error) {
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("overlay: %s is in use by another draftfs process: stop it, or talk to it through its control socket", p)
 	}
 	if err != nil {
@@ -263,12 +263,4 @@ func (s *store) nextCommitID() (uint64, error) {
 		return err
 	})
 	return id, err
-}
-
-// removeAll deletes a directory tree of the state (data or undo files).
-func removeAll(p string) error {
-	if err := os.RemoveAll(p); err != nil {
-		return fmt.Errorf("overlay: remove %s: %w", p, err)
-	}
-	return nil
 }
