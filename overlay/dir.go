@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -87,6 +88,12 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.
 	merged := map[string]fs.FileMode{}
 	if w.hasLower {
 		err := d.listLower(w.lower, merged)
+		if errors.Is(err, fs.ErrNotExist) && !implicit && w.e == nil {
+			// A file only an editor has, or a path below one.
+			if _, serr := d.lowerStat(baseOf(w.lower), w.lower); serr == nil || errors.Is(serr, syscall.ENOTDIR) {
+				return nil, pathErr("readdir", key, syscall.ENOTDIR)
+			}
+		}
 		if err != nil && !(implicit || w.e != nil) {
 			return nil, &fs.PathError{Op: "readdir", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
@@ -117,7 +124,7 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.
 // listLower adds the lower directory's names and types to m: the disk's,
 // and files that exist only as unsaved editor buffers.
 func (d *Draft) listLower(lower string, m map[string]fs.FileMode) error {
-	f, err := d.w.disk.Open(diskName(lower))
+	f, err := d.diskOpen(lower, os.O_RDONLY)
 	if err != nil {
 		return err
 	}
@@ -160,11 +167,13 @@ type dirFile struct {
 	name string
 	key  string
 	d    *Draft
+	info fs.FileInfo // at open, for Stat once the directory moved or went
 
 	mu     sync.Mutex // protects the following
 	list   []fs.DirEntry
 	loaded bool
 	pos    int
+	closed bool
 }
 
 func (f *dirFile) load() error {
@@ -223,6 +232,31 @@ func (f *dirFile) Readdirnames(n int) ([]string, error) {
 	return names, err
 }
 
+func (f *dirFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return badHandle("close", f.name)
+	}
+	f.closed = true
+	f.d.releaseFile(f.info.Sys().(*Attr).Ino)
+	return nil
+}
+
+// Stat describes the directory open, which may no longer be at its name.
+func (f *dirFile) Stat() (fs.FileInfo, error) { return named(f.name)(f.stat()) }
+
+func (f *dirFile) stat() (fs.FileInfo, error) {
+	ino := f.info.Sys().(*Attr).Ino
+	if fi, err := f.d.lstat(f.key); err == nil && fi.Sys().(*Attr).Ino == ino {
+		return fi, nil
+	}
+	if n, nlink, ok := f.d.inodeOf(ino); ok && n.Mode.IsDir() { // moved, or removed (orphaned)
+		return f.d.draftInfo(baseOf(f.key), f.key, ino, &n, nlink)
+	}
+	return f.info, nil
+}
+
 // Seek to 0 rereads the directory; other offsets are refused.
 func (f *dirFile) Seek(offset int64, whence int) (int64, error) {
 	if offset != 0 || whence != io.SeekStart {
@@ -234,12 +268,10 @@ func (f *dirFile) Seek(offset int64, whence int) (int64, error) {
 	return 0, nil
 }
 
-func (f *dirFile) Name() string                       { return f.name }
-func (f *dirFile) Stat() (fs.FileInfo, error)         { return f.d.lstat(f.key) }
-func (f *dirFile) Close() error                       { return nil }
-func (f *dirFile) Sync() error                        { return nil }
-func (f *dirFile) Read([]byte) (int, error)           { return 0, f.isDir("read") }
-func (f *dirFile) ReadAt([]byte, int64) (int, error)  { return 0, f.isDir("read") }
+func (f *dirFile) Name() string                      { return f.name }
+func (f *dirFile) Sync() error                       { return nil }
+func (f *dirFile) Read([]byte) (int, error)          { return 0, f.isDir("read") }
+func (f *dirFile) ReadAt([]byte, int64) (int, error) { return 0, f.isDir("read") }
 
 // A directory is open read only: writing is EBADF, truncating EINVAL, as
 // on a directory descriptor.

@@ -21,8 +21,8 @@ type Draft struct {
 	// and the draft as a whole.
 	commitMu sync.Mutex
 
-	mu       sync.RWMutex // protects the following
-	entries  map[string]*entry
+	mu      sync.RWMutex // protects the following
+	entries map[string]*entry
 	// children names, for each directory key, the children at or below
 	// which the draft has entries; below counts the entries strictly
 	// below each key. Both are indexes of entries.
@@ -35,7 +35,16 @@ type Draft struct {
 	// writers counts the handles open for writing on each inode: a
 	// commit keeps their entries (see runLocked).
 	writers map[uint64]int
-	closed   bool
+	closed  bool
+
+	// filesMu protects the following; lock order d.mu, then filesMu.
+	filesMu sync.Mutex
+	// handles counts the open handles on each inode number (a draft
+	// inode's, or a lower object's, which a copy-up keeps); orphans keeps
+	// the metadata of a draft inode whose last name went while handles
+	// were open on it, for their Stat and reads, until the last closes.
+	handles map[uint64]int
+	orphans map[uint64]inode
 }
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
@@ -48,7 +57,8 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Draft{w: w, name: name, dir: dir, st: st, lowerIno: map[string]uint64{}, writers: map[uint64]int{}}
+	d := &Draft{w: w, name: name, dir: dir, st: st, lowerIno: map[string]uint64{}, writers: map[uint64]int{},
+		handles: map[uint64]int{}, orphans: map[uint64]inode{}}
 	if err := d.reload(); err != nil {
 		st.close()
 		return nil, err
@@ -189,7 +199,9 @@ func (d *Draft) apply(t *txn) error {
 	for k, e := range t.entries {
 		old, had := d.entries[k]
 		if had && old.Ino != 0 {
-			d.links[old.Ino]--
+			if d.links[old.Ino]--; d.links[old.Ino] <= 0 {
+				delete(d.links, old.Ino)
+			}
 		}
 		if e == nil {
 			if had {
@@ -212,11 +224,6 @@ func (d *Draft) apply(t *txn) error {
 			continue
 		}
 		d.inodes[ino] = n
-	}
-	for ino, c := range d.links {
-		if c <= 0 {
-			delete(d.links, ino)
-		}
 	}
 	if t.nextIno != 0 {
 		d.nextIno = t.nextIno
@@ -314,4 +321,70 @@ func (d *Draft) lowerPathOf(key string) (string, bool) {
 		}
 	}
 	return key, true
+}
+
+// holdFile counts a handle open on inode number ino. Must be called with
+// d.mu held (for reading at least), so a draft inode is still named.
+func (d *Draft) holdFile(ino uint64) {
+	d.filesMu.Lock()
+	d.handles[ino]++
+	d.filesMu.Unlock()
+}
+
+// releaseFile undoes holdFile when the handle closes; the data file of
+// an orphan goes with its last handle.
+func (d *Draft) releaseFile(ino uint64) {
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	if d.handles[ino]--; d.handles[ino] > 0 {
+		return
+	}
+	delete(d.handles, ino)
+	if n, ok := d.orphans[ino]; ok {
+		delete(d.orphans, ino)
+		if n.Data {
+			// Under filesMu, so no copy-up can take the number meanwhile.
+			os.Remove(d.dataPath(ino))
+		}
+	}
+}
+
+// orphan keeps n, an inode whose last name goes, for the handles still
+// open on it, and reports whether there are any: then its data file
+// stays until the last of them closes. Must be called with d.mu held
+// for writing.
+func (d *Draft) orphan(ino uint64, n *inode) bool {
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	if d.handles[ino] > 0 {
+		d.orphans[ino] = *n
+		return true
+	}
+	return false
+}
+
+// inoFree reports whether a new draft inode may take number ino: no
+// inode, named or orphaned, has it. Must be called with d.mu held.
+func (d *Draft) inoFree(ino uint64) bool {
+	if _, taken := d.inodes[ino]; taken || ino == 0 {
+		return false
+	}
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	_, orphaned := d.orphans[ino]
+	return !orphaned
+}
+
+// inodeOf returns the metadata of a draft inode, named or orphaned, and
+// its link count.
+func (d *Draft) inodeOf(ino uint64) (inode, int, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if n, ok := d.inodes[ino]; ok {
+		return *n, d.links[ino], true
+	}
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	n, ok := d.orphans[ino]
+	return n, 0, ok
 }

@@ -2,13 +2,14 @@ package overlay
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -54,9 +55,6 @@ type dataFile struct {
 	announced atomic.Bool
 	dirty     atomic.Bool
 	writer    bool // counted in d.writers until Close
-
-	mu   sync.Mutex // protects last
-	last inode      // the inode's metadata as last seen, for Stat after unlink
 }
 
 func (f *dataFile) Name() string { return f.name }
@@ -105,6 +103,9 @@ func (f *dataFile) Sync() error {
 
 func (f *dataFile) Close() error {
 	err := f.File.Close()
+	if err == nil { // not closed before
+		f.d.releaseFile(f.ino)
+	}
 	if f.writer && err == nil {
 		f.d.mu.Lock()
 		if f.d.writers[f.ino]--; f.d.writers[f.ino] <= 0 {
@@ -119,37 +120,33 @@ func (f *dataFile) Close() error {
 }
 
 func (f *dataFile) Stat() (fs.FileInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.d.handleInfo(baseOf(f.key), f.ino, f.File, &f.last)
+	return named(f.name)(f.d.handleInfo(baseOf(f.key), f.ino, f.File))
 }
 
-// handleInfo describes the draft inode ino open as fd. last keeps the
-// inode's metadata as last seen, for a handle whose file was unlinked
-// since (the inode's record is gone then); the caller serialises its use.
-func (d *Draft) handleInfo(name string, ino uint64, fd *os.File, last *inode) (fs.FileInfo, error) {
-	d.mu.RLock()
-	n, ok := d.inodes[ino]
-	var c inode
-	if ok {
-		c = *n
+// named returns a function that names an info of a handle after the name
+// it was opened by, as os.File.Stat does (a symlink's, not its target's).
+func named(openName string) func(fs.FileInfo, error) (fs.FileInfo, error) {
+	return func(fi fs.FileInfo, err error) (fs.FileInfo, error) {
+		if i, ok := fi.(*fileInfo); ok && err == nil {
+			i.name = path.Base("/" + clean(openName))
+		}
+		return fi, err
 	}
-	nlink := d.links[ino]
-	d.mu.RUnlock()
-	switch {
-	case ok && last != nil:
-		*last = c
-	case !ok && last != nil && last.Data:
-		c = *last
-	case !ok:
-		c = inode{Mode: 0o644, Data: true}
+}
+
+// handleInfo describes the draft inode ino open as fd, also after its
+// last name went (link count 0).
+func (d *Draft) handleInfo(name string, ino uint64, fd *os.File) (fs.FileInfo, error) {
+	n, nlink, ok := d.inodeOf(ino)
+	if !ok {
+		n = inode{Mode: 0o644, Data: true}
 	}
 	fi, err := fd.Stat()
 	if err != nil {
 		return nil, err
 	}
-	i := &fileInfo{name: name, size: fi.Size(), mode: c.Mode, mtime: fi.ModTime(),
-		attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(c.Uid), Gid: uint32(c.Gid)}}
+	i := &fileInfo{name: name, size: fi.Size(), mode: n.Mode, mtime: fi.ModTime(),
+		attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid)}}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		i.attr.Atime, i.attr.Ctime, i.attr.Blocks = timeOf(st.Atim), timeOf(st.Ctim), st.Blocks
 	}
@@ -178,7 +175,8 @@ func osFile(f afero.File) (*os.File, bool) {
 // file opened with it. Once the draft copies the object up (the copy
 // keeps its inode number), reads go to the draft's copy, as they would
 // on one inode; a deletion in the draft leaves the handle reading what
-// it had, as an unlinked file does.
+// it had, as an unlinked file does. A file only an editor has, closed
+// unsaved, leaves the handle with the text it last read.
 type lowerFile struct {
 	name  string
 	key   string // merged key, for Stat
@@ -192,7 +190,11 @@ type lowerFile struct {
 	src  sync.Mutex // protects the following
 	off  int64
 	disk afero.File // nil for a file that was only an editor buffer
-	data *os.File   // the draft's copy, once there is one
+	text []byte     // such a file's text as last read
+	// seq is the file Read last read from and seqOff its own offset.
+	seq    afero.File
+	seqOff int64
+	data   *os.File // the draft's copy, once there is one
 }
 
 func (f *lowerFile) Name() string { return f.name }
@@ -205,11 +207,7 @@ func (f *lowerFile) OSFile() (*os.File, bool) {
 	if f.closed {
 		return nil, false
 	}
-	r, err := f.source()
-	if err != nil {
-		return nil, false
-	}
-	switch v := r.(type) {
+	switch v := f.source().(type) {
 	case *os.File:
 		return v, true
 	case afero.File:
@@ -220,34 +218,41 @@ func (f *lowerFile) OSFile() (*os.File, bool) {
 
 // source is what reads come from now. Must be called with f.mu held
 // for reading.
-func (f *lowerFile) source() (io.ReaderAt, error) {
+func (f *lowerFile) source() io.ReaderAt {
 	f.src.Lock()
 	defer f.src.Unlock()
+	return f.sourceLocked()
+}
+
+// sourceLocked is source for callers holding f.src too.
+func (f *lowerFile) sourceLocked() io.ReaderAt {
 	if f.data != nil {
-		return f.data, nil
+		return f.data
 	}
-	f.d.mu.RLock()
-	n, ok := f.d.inodes[f.ino]
-	copied := ok && n.Data
-	f.d.mu.RUnlock()
-	if copied {
+	// The handle holds ino (see holdFile), so a draft copy's data file
+	// stays while it is open, named or orphaned.
+	if n, _, ok := f.d.inodeOf(f.ino); ok && n.Data {
 		if data, err := os.Open(f.d.dataPath(f.ino)); err == nil {
 			f.data = data
-			return data, nil
+			return data
 		}
 	}
 	if s, ok := f.d.dirtyBuffer(f.lower); ok {
-		return bytes.NewReader(s.Text), nil
+		if f.disk == nil {
+			f.text = s.Text
+		}
+		return bytes.NewReader(s.Text)
 	}
 	if f.disk == nil {
-		// The buffer it was is gone: what the disk has now, if anything.
-		disk, err := f.d.w.disk.Open(diskName(f.lower))
+		// The buffer it was is gone: saved to disk, or closed unsaved
+		// (the file is gone then, and the handle keeps its last text).
+		disk, err := f.d.diskOpen(f.lower, os.O_RDONLY)
 		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: f.name, Err: errors.Unwrap(err)}
+			return bytes.NewReader(f.text)
 		}
 		f.disk = disk
 	}
-	return f.disk, nil
+	return f.disk
 }
 
 func (f *lowerFile) ReadAt(p []byte, off int64) (int, error) {
@@ -264,26 +269,36 @@ func (f *lowerFile) readAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &fs.PathError{Op: "read", Path: f.name, Err: syscall.EINVAL}
 	}
-	r, err := f.source()
-	if err != nil {
-		return 0, err
-	}
-	return r.ReadAt(p, off)
+	return f.source().ReadAt(p, off)
 }
 
+// Read reads at the handle's offset. From a file it is one read(2) at
+// the file's own offset, kept in step, where ReadAt would need a second
+// call to find the end.
 func (f *lowerFile) Read(p []byte) (int, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, badHandle("read", f.name)
+	}
 	f.src.Lock()
-	off := f.off
-	f.src.Unlock()
-	n, err := f.readAt(p, off)
-	f.src.Lock()
-	f.off += int64(n)
-	f.src.Unlock()
-	if err == io.EOF && n > 0 {
+	defer f.src.Unlock()
+	r := f.sourceLocked()
+	var n int
+	var err error
+	if file, ok := r.(afero.File); ok {
+		if file != f.seq || f.seqOff != f.off {
+			if _, err := file.Seek(f.off, io.SeekStart); err != nil {
+				return 0, err
+			}
+			f.seq = file
+		}
+		n, err = file.Read(p)
+		f.seqOff = f.off + int64(n)
+	} else if n, err = r.ReadAt(p, f.off); err == io.EOF && n > 0 {
 		err = nil
 	}
+	f.off += int64(n)
 	return n, err
 }
 
@@ -333,6 +348,7 @@ func (f *lowerFile) Close() error {
 			err = derr
 		}
 	}
+	f.d.releaseFile(f.ino)
 	return err
 }
 
@@ -342,27 +358,31 @@ func (f *lowerFile) Stat() (fs.FileInfo, error) {
 	if f.closed {
 		return nil, badHandle("stat", f.name)
 	}
-	return f.stat()
+	return named(f.name)(f.stat())
 }
 
 // stat describes the object the handle reads. Must be called with f.mu
 // held for reading.
 func (f *lowerFile) stat() (fs.FileInfo, error) {
-	if _, err := f.source(); err != nil {
-		return nil, err
-	}
+	f.source() // switches to the draft's copy if there is one now
 	f.src.Lock()
 	data := f.data
 	f.src.Unlock()
 	if data != nil {
-		return f.d.handleInfo(baseOf(f.key), f.ino, data, nil)
+		return f.d.handleInfo(baseOf(f.key), f.ino, data)
 	}
 	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
 	if err == nil {
+		if f.disk != nil && !f.d.lowerNamed(f.lower, f.ino) {
+			fi.attr.Nlink = 0 // unlinked in the draft
+		}
 		return fi, nil
 	}
 	if f.disk == nil {
-		return nil, err
+		// An editor's file, closed unsaved since: its text as last seen.
+		now := time.Now()
+		return &fileInfo{name: baseOf(f.key), size: int64(len(f.text)), mode: 0o644, mtime: now,
+			attr: Attr{Ino: f.ino, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: now, Ctime: now}}, nil
 	}
 	// Gone from the lower layers (deleted on disk): the open file still is.
 	dfi, serr := f.disk.Stat()
@@ -377,7 +397,36 @@ func (f *lowerFile) stat() (fs.FileInfo, error) {
 func (f *lowerFile) Write([]byte) (int, error)          { return 0, badHandle("write", f.name) }
 func (f *lowerFile) WriteAt([]byte, int64) (int, error) { return 0, badHandle("write", f.name) }
 func (f *lowerFile) WriteString(string) (int, error)    { return 0, badHandle("write", f.name) }
-func (f *lowerFile) Truncate(int64) error               { return badHandle("truncate", f.name) }
+func (f *lowerFile) Truncate(int64) error {
+	return &fs.PathError{Op: "truncate", Path: f.name, Err: syscall.EINVAL} // as ftruncate(2) on a read-only descriptor
+}
 func (f *lowerFile) Sync() error                        { return nil }
 func (f *lowerFile) Readdir(int) ([]fs.FileInfo, error) { return nil, badDir(f.name) }
 func (f *lowerFile) Readdirnames(int) ([]string, error) { return nil, badDir(f.name) }
+
+// lowerNamed reports whether the view still shows the lower object at
+// lower (inode ino) under some name: its own path, where a rename moved
+// it, or below a renamed directory.
+func (d *Draft) lowerNamed(lower string, ino uint64) bool {
+	if fi, err := d.lstat(lower); err == nil && fi.Sys().(*Attr).Ino == ino {
+		return true // the usual case: still at its own path
+	}
+	d.mu.RLock()
+	var cands []string
+	for k, e := range d.entries {
+		switch {
+		case e.Kind == kindWhiteout || e.Origin == "":
+		case e.Origin == lower:
+			cands = append(cands, k)
+		case e.Kind == kindDir && within(lower, e.Origin):
+			cands = append(cands, rebase(lower, e.Origin, k))
+		}
+	}
+	d.mu.RUnlock()
+	for _, k := range cands {
+		if fi, err := d.lstat(k); err == nil && fi.Sys().(*Attr).Ino == ino {
+			return true
+		}
+	}
+	return false
+}

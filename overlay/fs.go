@@ -15,7 +15,13 @@ import (
 // Fs is a draft's merged view as an afero.Fs. Every change it makes is
 // logged with its Source. Names are slash-separated and taken from the
 // workspace root ("/a/b" and "a/b" are the same file); ".." never leaves
-// the view, and symlinks are followed only inside it.
+// the view, and a final symlink is followed only inside it.
+//
+// A name's elements before the last must not be symlinks: front ends
+// resolve those first (the kernel's path walk for the mount, or
+// [Draft.Resolve]). Fs does not follow them: a draft symlink there is
+// ENOTDIR, and a disk symlink there is followed by the OS, wherever it
+// points.
 type Fs struct {
 	d   *Draft
 	src Source

@@ -165,7 +165,7 @@ func (d *Draft) detach(t *txn, key string, p peeked, fi *fileInfo) (*entry, erro
 		return &entry{Kind: kindOf(fi.Mode()), Origin: p.w.lower}, nil
 	}
 	ino := fi.attr.Ino
-	if _, taken := d.inodes[ino]; taken || ino == 0 {
+	if !d.inoFree(ino) {
 		ino = d.allocIno(t)
 	}
 	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})

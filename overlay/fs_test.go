@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -637,4 +639,39 @@ var behaviours = []behaviour{
 			wantNames(t, e, "")
 		},
 	},
+}
+
+// TestMemMapDisk runs the view over afero's MemMapFs, a disk layer with
+// no inode numbers and no symlinks: numbers are made up per path and
+// stay across copy-up and rename.
+func TestMemMapDisk(t *testing.T) {
+	disk := afero.NewMemMapFs()
+	must(t, afero.WriteFile(disk, "/d/a.txt", []byte("a"), 0o644))
+	must(t, afero.WriteFile(disk, "/d/b.txt", []byte("b"), 0o644))
+	ws, err := overlay.Open(overlay.Options{Root: t.TempDir(), StateDir: t.TempDir(), Disk: disk})
+	must(t, err)
+	defer ws.Close()
+	d, err := ws.Draft("")
+	must(t, err)
+	v := d.Fs(overlay.SourceMCP)
+	e := &viewEnv{t: t, v: v}
+	ino := inoOf(t, e, "d/a.txt")
+	if ino == 0 || ino == inoOf(t, e, "d/b.txt") {
+		t.Fatalf("made-up inode numbers %d and %d", ino, inoOf(t, e, "d/b.txt"))
+	}
+	mustWrite(t, v, "d/a.txt", "a, edited")
+	must(t, v.Rename("d/a.txt", "d/c.txt"))
+	if got := inoOf(t, e, "d/c.txt"); got != ino {
+		t.Fatalf("inode %d after copy-up and rename, want %d", got, ino)
+	}
+	wantContent(t, e, "d/c.txt", "a, edited")
+	wantNames(t, e, "d", "b.txt", "c.txt")
+	must(t, v.RemoveAll("d"))
+	wantNames(t, e, "")
+	if b, err := afero.ReadFile(disk, "/d/a.txt"); err != nil || string(b) != "a" {
+		t.Fatalf("the disk layer changed: %q, %v", b, err)
+	}
+	if _, err := v.Lstat("d"); overlay.Errno(err) != syscall.ENOENT {
+		t.Fatalf("lstat of a removed directory: %v", err)
+	}
 }

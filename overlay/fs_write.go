@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +31,11 @@ func (f *Fs) Open(name string) (afero.File, error) {
 // content when O_TRUNC is given).
 func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, error) {
 	key := clean(name)
+	if flag&writeFlags == 0 {
+		if file := f.d.openDisk(key, name); file != nil {
+			return file, nil
+		}
+	}
 	if flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL {
 		k, err := f.d.follow(key)
 		if err != nil {
@@ -45,9 +49,54 @@ func (f *Fs) OpenFile(name string, flag int, perm fs.FileMode) (afero.File, erro
 	return f.d.openWrite(key, name, flag, perm, f.src)
 }
 
+// openDisk is the fast path of reading what only the disk decides: a
+// regular disk file with no draft entry at or above it and no editor
+// buffer over it. It opens the file without following a symlink and
+// learns what it is from the open descriptor, one lookup instead of an
+// lstat and an open. Nil: anything else, or an error, which openRead then
+// reports.
+func (d *Draft) openDisk(key, name string) afero.File {
+	d.mu.RLock()
+	w, err := d.locate(key)
+	d.mu.RUnlock()
+	if err != nil || w.e != nil || !w.hasLower {
+		return nil
+	}
+	if _, ok := d.dirtyBuffer(w.lower); ok {
+		return nil
+	}
+	fd, err := d.diskOpen(w.lower, os.O_RDONLY|syscall.O_NOFOLLOW)
+	if err != nil {
+		return nil
+	}
+	fi, err := fd.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		fd.Close()
+		return nil
+	}
+	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: infoFrom(baseOf(key), w.lower, fi).attr.Ino, d: d, disk: fd}
+	// Held, so a copy-up's data file outlives its names while open.
+	d.mu.RLock()
+	d.holdFile(lf.ino)
+	d.mu.RUnlock()
+	return lf
+}
+
 func (d *Draft) openRead(key, name string) (afero.File, error) {
 	d.mu.RLock()
 	p := d.peek(key)
+	if p.err == nil && p.ino != 0 && p.n.Data {
+		// Opened with d.mu held, so the inode cannot go in between.
+		f, err := os.Open(d.dataPath(p.ino))
+		if err == nil {
+			d.holdFile(p.ino)
+		}
+		d.mu.RUnlock()
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
+		}
+		return &dataFile{File: f, name: name, d: d, key: key, ino: p.ino}, nil
+	}
 	d.mu.RUnlock()
 	fi, err := d.describe(key, p)
 	if err != nil {
@@ -55,15 +104,12 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	}
 	switch {
 	case fi.IsDir():
-		return &dirFile{name: name, key: key, d: d}, nil
+		d.mu.RLock()
+		d.holdFile(fi.Sys().(*Attr).Ino) // keeps its metadata if it goes
+		d.mu.RUnlock()
+		return &dirFile{name: name, key: key, d: d, info: fi}, nil
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, pathErr("open", key, syscall.ELOOP)
-	case p.ino != 0:
-		f, err := os.Open(d.dataPath(p.ino))
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
-		}
-		return &dataFile{File: f, name: name, d: d, key: key, ino: p.ino, last: p.n}, nil
 	}
 	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: fi.Sys().(*Attr).Ino, d: d}
 	// The disk file is opened now, so the handle keeps reading it if the
@@ -71,9 +117,17 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	disk, err := d.w.disk.Open(diskName(p.w.lower))
 	if err == nil {
 		lf.disk = disk
-	} else if _, ok := d.dirtyBuffer(p.w.lower); !ok {
+	} else if s, ok := d.dirtyBuffer(p.w.lower); ok {
+		lf.text = s.Text
+	} else {
 		return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
 	}
+	// Held, so a copy-up's data file outlives its names while open. The
+	// copy-up may come between the describe above and here: the handle
+	// then reads the disk, as one opened just before would.
+	d.mu.RLock()
+	d.holdFile(lf.ino)
+	d.mu.RUnlock()
 	return lf, nil
 }
 
@@ -95,22 +149,21 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 		ino, err = d.copyUpLocked(key, p, flag&os.O_TRUNC == 0, src)
 	}
 	var fd *os.File
-	var last inode
 	if err == nil {
 		// Opened with d.mu held, so the inode cannot go in between.
-		last = *d.inodes[ino]
 		fd, err = os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
 		if err != nil {
 			err = &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
 		} else {
 			d.writers[ino]++
+			d.holdFile(ino)
 		}
 	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, last: last, writer: true}, nil
+	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, writer: true}, nil
 }
 
 // createLocked makes a new object at key, which must not exist. Must be
@@ -191,7 +244,7 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 	}
 	t := &txn{}
 	ino := fi.attr.Ino
-	if _, taken := d.inodes[ino]; taken || fi.attr.Nlink > 1 || ino == 0 {
+	if !d.inoFree(ino) || fi.attr.Nlink > 1 {
 		// Another name of a disk hard link keeps the disk's number.
 		ino = d.allocIno(t)
 	}
@@ -249,7 +302,7 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 	}
 	t := &txn{}
 	ino := fi.attr.Ino
-	if _, taken := d.inodes[ino]; taken || ino == 0 {
+	if !d.inoFree(ino) {
 		ino = d.allocIno(t)
 	}
 	e := &entry{Kind: kindDir, Ino: ino, Base: &base{Path: p.w.lower, Exists: true, Kind: kindDir, Mode: fi.Mode()}}
@@ -289,13 +342,18 @@ func (d *Draft) finish(t *txn) error {
 	}
 	var gone []uint64
 	for ino, c := range counts {
-		if c <= 0 {
-			if n, ok := d.inodes[ino]; ok || t.inodes[ino] != nil {
-				t.putInode(ino, nil)
-				if n != nil && n.Data {
-					gone = append(gone, ino)
-				}
-			}
+		if c > 0 {
+			continue
+		}
+		n, named := d.inodes[ino]
+		if tn := t.inodes[ino]; tn != nil {
+			n = tn
+		} else if !named {
+			continue
+		}
+		t.putInode(ino, nil)
+		if !d.orphan(ino, n) && n.Data {
+			gone = append(gone, ino)
 		}
 	}
 	if err := d.apply(t); err != nil {
@@ -322,38 +380,29 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	return err
 }
 
-// MkdirAll implements afero.Fs.
+// MkdirAll implements afero.Fs as os.MkdirAll does: a path that is a
+// directory or a symlink to one is done; one that exists otherwise is
+// ENOTDIR, or EEXIST for a dangling symlink.
 func (f *Fs) MkdirAll(name string, perm fs.FileMode) error {
 	key := clean(name)
-	var done string
-	for _, elem := range splitKey(key) {
-		done = join(done, elem)
-		fi, err := f.d.lstat(done)
-		if err == nil && !fi.IsDir() {
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				if t, ferr := f.d.follow(done); ferr == nil {
-					if tfi, serr := f.d.lstat(t); serr == nil && tfi.IsDir() {
-						continue
-					}
-				}
-			}
-			return pathErr("mkdir", done, syscall.ENOTDIR)
+	if fi, err := f.Stat(key); err == nil {
+		if fi.IsDir() {
+			return nil
 		}
-		if err == nil {
-			continue
-		}
-		if err := f.Mkdir(done, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return pathErr("mkdir", key, syscall.ENOTDIR)
+	}
+	if key != "" {
+		if err := f.MkdirAll(parentOf(key), perm); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-func splitKey(key string) []string {
-	if key == "" {
-		return nil
+	if err := f.Mkdir(key, perm); err != nil {
+		if fi, lerr := f.Lstat(key); lerr == nil && fi.IsDir() {
+			return nil // made meanwhile
+		}
+		return err
 	}
-	return strings.Split(key, "/")
+	return nil
 }
 
 // Symlink creates newname pointing to target.

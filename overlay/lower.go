@@ -87,7 +87,7 @@ func (d *Draft) dirtyBuffer(lowerPath string) (buffers.Snapshot, bool) {
 // lowerStat describes what the lower layers hold at lowerPath (a dirty
 // buffer over the disk), named name. Never follows a final symlink.
 func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
-	fi, err := lstatDisk(d.w.disk, lowerPath)
+	fi, err := d.diskLstat(lowerPath)
 	if s, ok := d.dirtyBuffer(lowerPath); ok && (err != nil || !fi.IsDir()) {
 		i := &fileInfo{name: name, size: int64(len(s.Text)), mode: 0o644, mtime: s.Modified}
 		if err == nil {
@@ -100,9 +100,46 @@ func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
 		return i, nil
 	}
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && d.bufferAbove(lowerPath) {
+			return nil, pathErr("lstat", lowerPath, syscall.ENOTDIR)
+		}
 		return nil, err
 	}
 	return infoFrom(name, lowerPath, fi), nil
+}
+
+// bufferAbove reports whether a parent of lowerPath is a file that only
+// an editor buffer holds: then lowerPath is below a file.
+func (d *Draft) bufferAbove(lowerPath string) bool {
+	for q := parentOf(lowerPath); q != ""; q = parentOf(q) {
+		if _, ok := d.dirtyBuffer(q); ok {
+			_, err := d.diskLstat(q)
+			return errors.Is(err, fs.ErrNotExist)
+		}
+	}
+	return false
+}
+
+// diskLstat stats a disk path without following a final symlink. On the
+// OS disk layer it calls the OS directly: keys are clean, so the path
+// needs none of afero.BasePathFs's checks, and this is the hot path.
+func (d *Draft) diskLstat(p string) (fs.FileInfo, error) {
+	if d.w.osDisk {
+		return os.Lstat(d.w.Abs(p))
+	}
+	return lstatDisk(d.w.disk, p)
+}
+
+// diskOpen opens a disk path for reading, as diskLstat does.
+func (d *Draft) diskOpen(p string, flag int) (afero.File, error) {
+	if d.w.osDisk {
+		f, err := os.OpenFile(d.w.Abs(p), flag, 0)
+		if err != nil {
+			return nil, err // not a nil *os.File in an interface
+		}
+		return f, nil
+	}
+	return d.w.disk.OpenFile(diskName(p), flag, 0)
 }
 
 // lstatDisk stats a disk path without following a final symlink.
@@ -133,7 +170,7 @@ func (d *Draft) openLower(lowerPath string) (io.ReadCloser, int64, error) {
 	if s, ok := d.dirtyBuffer(lowerPath); ok {
 		return io.NopCloser(bytes.NewReader(s.Text)), s.Version, nil
 	}
-	f, err := d.w.disk.Open(diskName(lowerPath))
+	f, err := d.diskOpen(lowerPath, os.O_RDONLY)
 	return f, 0, err
 }
 

@@ -90,6 +90,13 @@ type DraftParams struct {
 	Draft string `json:"draft,omitempty"`
 }
 
+// SourceParams choose a draft and name who acts, for the log ("cli",
+// "editor", "acp", "mcp"; default "cli").
+type SourceParams struct {
+	Draft  string `json:"draft,omitempty"`
+	Source string `json:"source,omitempty"`
+}
+
 // PathsParams choose paths of a draft (none: all).
 type PathsParams struct {
 	Draft string   `json:"draft,omitempty"`
@@ -118,7 +125,8 @@ type CommitParams struct {
 	Force  bool     `json:"force,omitempty"`
 	DryRun bool     `json:"dryRun,omitempty"`
 	// Progress asks for draft/commitProgress notifications.
-	Progress bool `json:"progress,omitempty"`
+	Progress bool   `json:"progress,omitempty"`
+	Source   string `json:"source,omitempty"`
 }
 
 // ProgressParams report a running commit.
@@ -202,6 +210,15 @@ type FsRenameParams struct {
 	To     string `json:"to"`
 }
 
+// FsDiscardParams drop the draft's changes at Paths (keys), or all of
+// them, as files.Files.Discard: paths without changes are no error.
+type FsDiscardParams struct {
+	Draft  string   `json:"draft,omitempty"`
+	Source string   `json:"source"`
+	Paths  []string `json:"paths,omitempty"`
+	All    bool     `json:"all,omitempty"`
+}
+
 // KeyResult is a resolved path.
 type KeyResult struct {
 	Key string `json:"key"`
@@ -230,10 +247,10 @@ func sourceOf(name string, dflt overlay.Source) (overlay.Source, error) {
 		if dflt != "" {
 			return dflt, nil
 		}
-	case overlay.SourceACP, overlay.SourceMCP, overlay.SourceCLI:
+	case overlay.SourceACP, overlay.SourceMCP, overlay.SourceCLI, overlay.SourceEditor:
 		return overlay.Source(name), nil
 	}
-	return "", invalidParams(`"source" must be "acp", "mcp" or "cli", not %q`, name)
+	return "", invalidParams(`"source" must be "acp", "mcp", "cli" or "editor", not %q`, name)
 }
 
 // decode unmarshals a request's params into v, which must point to a

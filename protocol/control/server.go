@@ -267,7 +267,7 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 				err = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("internal error in %s: %v", req.Method, p)}
 			}
 		}()
-		res, err = m.fn(ctx, cn, req)
+		res, err = m.fn(cn, ctx, req)
 	}()
 	if req.Notif {
 		if err != nil {

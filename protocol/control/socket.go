@@ -156,3 +156,30 @@ func DialSocket(path string) (*net.UnixConn, error) {
 	}
 	return c, nil
 }
+
+// Connect returns a Client served by s in this process, over a socket
+// pair: what a command uses when no daemon runs. (net.Pipe is several
+// times slower for large messages: it hands data over synchronously.)
+func (s *Server) Connect() (*Client, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket pair: %w", err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "control")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			if i == 1 {
+				conns[0].Close()
+			} else {
+				unix.Close(fds[1])
+			}
+			return nil, fmt.Errorf("socket pair: %w", err)
+		}
+		conns[i] = c
+	}
+	s.ServeConn(conns[0])
+	return NewClient(conns[1]), nil
+}

@@ -40,7 +40,8 @@ type stream struct {
 	// take a message in that time is gone (set before use, read only).
 	writeTimeout time.Duration
 
-	buf []byte // reused line buffer; only ReadObject touches it
+	buf  []byte // reused line buffer; only ReadObject touches it
+	head []byte // the start of the last line that was too long
 
 	wmu sync.Mutex // serialises writes: jsonrpc2 and rejections
 }
@@ -56,11 +57,11 @@ func (s *stream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
 		if errors.Is(err, errTooLong) {
-			err = fmt.Errorf("message is over the limit of %d MiB: send large texts in pieces (buffer/didChange ranges)", s.max>>20)
+			err = fmt.Errorf("invalid request: the message is over the limit of %d MiB: send large texts in pieces (buffer/didChange ranges)", s.max>>20)
 			if !s.answer {
 				return err
 			}
-			s.reject(nil, jsonrpc2.CodeInvalidRequest, err.Error())
+			s.reject(idInHead(s.head), jsonrpc2.CodeInvalidRequest, err.Error())
 			continue
 		}
 		if err != nil {
@@ -101,6 +102,8 @@ func (s *stream) readLine() ([]byte, error) {
 		chunk, err := s.r.ReadSlice('\n')
 		if !tooLong {
 			if len(s.buf)+len(chunk) > s.max+1 {
+				s.head = append(s.head[:0], s.buf[:min(len(s.buf), headSize)]...)
+				s.head = append(s.head, chunk[:min(len(chunk), headSize-len(s.head))]...)
 				tooLong, s.buf = true, nil
 			} else {
 				s.buf = append(s.buf, chunk...)
@@ -139,6 +142,10 @@ func (s *stream) writeLine(b []byte) error {
 		d.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	}
 	_, err := s.conn.Write(b)
+	if err != nil {
+		// A message may be half written: nothing after it could be read.
+		s.conn.Close()
+	}
 	return err
 }
 
@@ -191,20 +198,28 @@ func checkMessage(line []byte) *badMessage {
 	if !utf8.Valid(line) {
 		return &badMessage{code: jsonrpc2.CodeParseError, msg: "parse error: the message is not valid UTF-8 (JSON text must be UTF-8)"}
 	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		return &badMessage{code: jsonrpc2.CodeParseError, msg: "parse error: malformed JSON: " + err.Error()}
-	}
 	switch line[0] {
 	case '{':
 	case '[':
-		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: batches are not supported, send one message per line"}
-	default:
-		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: a message must be a JSON object"}
+		if json.Valid(line) {
+			return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: batches are not supported, send one message per line"}
+		}
 	}
+	// json.Unmarshal checks the whole text before decoding: a syntax
+	// error anywhere is reported as one.
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return &badMessage{code: jsonrpc2.CodeParseError, msg: "parse error: malformed JSON: " + err.Error()}
+		}
+		if line[0] != '{' {
+			return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: a message must be a JSON object"}
+		}
 		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: " + err.Error()}
+	}
+	if line[0] != '{' {
+		return &badMessage{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: a message must be a JSON object"}
 	}
 	id := env.ID
 	if id != nil && !validID(id) {
@@ -246,6 +261,38 @@ func validID(raw json.RawMessage) bool {
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	return err == nil && n >= 0
+}
+
+// headSize is how much of a message that is too long is kept to find
+// its id.
+const headSize = 64 << 10
+
+// idInHead finds the id of a message from its start alone: a top-level
+// "id" member that comes before anything too long to fit (encoders that
+// sort keys, as Go's does for maps, put it before "params"). nil when it
+// cannot tell.
+func idInHead(head []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if key == "id" {
+			if validID(v) && !isNull(v) {
+				return v
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // idOf extracts a line's id if it has a usable one.

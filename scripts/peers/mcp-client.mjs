@@ -18,7 +18,9 @@
 //                                              notifications/resources/updated
 //                                              received so far (and clears them)
 //   {"op": "bench", "name", "args", "n", "concurrency"?}
-//                                            → latencies of n calls, in ms
+//                                            → n calls (concurrency at a time):
+//                                              {n, concurrency, wallMs, perSec,
+//                                              meanMs, p50Ms, p90Ms, p99Ms, maxMs}
 //
 // The server's stderr is passed through.
 import { readFileSync } from "node:fs";
@@ -113,7 +115,14 @@ for (const step of script.steps) {
       };
       const t0 = process.hrtime.bigint();
       await Promise.all(Array.from({ length: conc }, worker));
-      out.push({ latenciesMs: lat, wallMs: Number(process.hrtime.bigint() - t0) / 1e6 });
+      const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+      lat.sort((a, b) => a - b);
+      const pct = (p) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))];
+      out.push({
+        n, concurrency: conc, wallMs, perSec: (n * 1000) / wallMs,
+        meanMs: lat.reduce((a, b) => a + b, 0) / lat.length,
+        p50Ms: pct(50), p90Ms: pct(90), p99Ms: pct(99), maxMs: lat[lat.length - 1],
+      });
       break;
     }
     default:

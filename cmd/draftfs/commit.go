@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/control"
+)
+
+var (
+	flagCommitDryRun bool
+	flagCommitForce  bool
+	flagCommitJSON   bool
+)
+
+var commitCmd = &cobra.Command{
+	Use:   "commit [--dry-run] [--force] [--json] [PATH...]",
+	Short: "Write the draft's changes to disk",
+	Long: `Applies the draft's changes (all, or below each PATH) to the workspace on
+disk: each file atomically (a temporary file renamed over it, its mode
+kept), deletions, renames and directories. Open editor buffers of the
+committed files are told to reload. What the commit overwrote or deleted
+is kept, so draftfs undo can restore it.
+
+A conflict is a file that you changed (on disk or in an editor) since the
+agent first wrote it. Conflicts that merge cleanly (a 3-way merge over
+what the agent started from) are merged. Any other conflict refuses the
+whole commit: nothing is written, each conflicting path is listed, and
+the status is 1. Resolve each one by editing the draft through the mount,
+dropping the agent's change with draftfs discard PATH, or letting the
+draft win with --force.
+
+--dry-run reports what a commit would do (status 1 if it would be
+refused). --json prints the report as JSON: {"id", "applied": [status
+entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
+	Example: `  draftfs commit
+  draftfs commit src/ README.md
+  draftfs commit --dry-run
+  draftfs commit --force src/main.go`,
+	ValidArgsFunction: completeChanged,
+	RunE: func(cmd *cobra.Command, a []string) error {
+		s, err := connect()
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		paths, err := s.paths(a)
+		if err != nil {
+			return err
+		}
+		var prog *progress
+		var onProgress func(done, total int)
+		if !flagCommitJSON && !flagCommitDryRun {
+			prog = &progress{w: os.Stderr, tty: isTerminal(os.Stderr)}
+			onProgress = prog.update
+		}
+		res, err := s.Commit(control.CommitParams{
+			Draft: s.cfg.draft, Paths: paths, Force: flagCommitForce, DryRun: flagCommitDryRun,
+		}, onProgress)
+		prog.finish()
+		refused := errors.Is(err, overlay.ErrConflict) && res != nil
+		if err != nil && !refused {
+			return err
+		}
+		if refused || (res.DryRun && len(res.Conflicts) > 0 && !flagCommitForce) {
+			if flagCommitJSON {
+				printJSON(res)
+			} else if res.DryRun {
+				printCommit(os.Stdout, res)
+			}
+			printRefusal(os.Stderr, s.cfg, res)
+			return exitStatus(1)
+		}
+		if flagCommitJSON {
+			return printJSON(res)
+		}
+		printCommit(os.Stdout, res)
+		return nil
+	},
+}
+
+func init() {
+	f := commitCmd.Flags()
+	f.BoolVarP(&flagCommitDryRun, "dry-run", "n", false, "report what would be committed, change nothing")
+	f.BoolVar(&flagCommitForce, "force", false, "commit conflicting paths too: the draft wins")
+	f.BoolVar(&flagCommitJSON, "json", false, "print the report as JSON")
+	root.AddCommand(commitCmd)
+}
+
+// printCommit reports a commit or dry run.
+func printCommit(w io.Writer, res *overlay.CommitResult) {
+	if len(res.Applied) == 0 {
+		fmt.Fprintln(w, "nothing to commit: the draft is empty")
+		return
+	}
+	printStatus(w, res.Applied)
+	for _, m := range res.Merged {
+		fmt.Fprintf(w, "merged %s: your changes and the draft's were combined\n", m)
+	}
+	n := len(res.Applied)
+	if res.DryRun {
+		fmt.Fprintf(w, "would commit %d %s\n", n, plural(n, "change", "changes"))
+		return
+	}
+	fmt.Fprintf(w, "committed %d %s as commit %d; draftfs undo reverts it\n", n, plural(n, "change", "changes"), res.ID)
+}
+
+// printRefusal explains a commit refused for conflicts and how to
+// resolve each one.
+func printRefusal(w io.Writer, cfg *config, res *overlay.CommitResult) {
+	verb := "commit refused, nothing written"
+	if res.DryRun {
+		verb = "commit would be refused"
+	}
+	n := len(res.Conflicts)
+	fmt.Fprintf(w, "draftfs commit: %s: %d %s changed since the agent's copy and %s not merge cleanly:\n",
+		verb, n, plural(n, "path", "paths"), plural(n, "does", "do"))
+	for _, c := range res.Conflicts {
+		fmt.Fprintf(w, "  C %s: %s\n", c.Path, c.Reason)
+	}
+	draft := ""
+	if cfg.draft != overlay.DefaultDraft {
+		draft = " --draft " + cfg.draft
+	}
+	fmt.Fprintf(w, "resolve each: edit the draft's version through the mount, drop the agent's change with `draftfs%s discard PATH`, or let the draft win with `draftfs%s commit --force PATH`\n", draft, draft)
+}
+
+// progressMin is the size of commit that shows progress.
+const progressMin = 100
+
+// progress shows a commit's progress on stderr: one line redrawn on a
+// terminal, else a line a second. finish accepts a nil receiver.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	last  time.Time
+	shown bool
+}
+
+func (p *progress) update(done, total int) {
+	if total < progressMin {
+		return
+	}
+	switch {
+	case p.tty:
+		fmt.Fprintf(p.w, "\rcommitting: %d/%d", done, total)
+		p.shown = true
+	case done == total || time.Since(p.last) >= time.Second:
+		fmt.Fprintf(p.w, "draftfs commit: %d/%d\n", done, total)
+		p.last = time.Now()
+	}
+}
+
+// finish clears a progress line from the terminal.
+func (p *progress) finish() {
+	if p != nil && p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/control"
+)
+
+var (
+	flagDiffStat  bool
+	flagDiffColor string
+)
+
+var diffCmd = &cobra.Command{
+	Use:   "diff [--stat] [--color=auto|always|never] [PATH...]",
+	Short: "Show the draft's changes as a unified diff",
+	Long: `Shows the draft's changes (all, or below each PATH) as a unified diff with
+git-style headers (--- a/path, +++ b/path), from what you have now (the
+editor buffer if one is open, else the disk) to the draft. A binary file
+is reported as "Binary files a/path and b/path differ".
+
+--stat prints a diffstat instead. Colour is used on a terminal
+(--color=auto, unless NO_COLOR is set), always, or never.`,
+	Example: `  draftfs diff
+  draftfs diff --stat
+  draftfs diff src/main.go | less -R
+  draftfs diff --color=always | less -R`,
+	ValidArgsFunction: completeChanged,
+	RunE: func(cmd *cobra.Command, a []string) error {
+		var color bool
+		switch flagDiffColor {
+		case "auto":
+			color = colorWanted(os.Stdout)
+		case "always":
+			color = true
+		case "never":
+		default:
+			return usagef("--color must be auto, always or never, not %q", flagDiffColor)
+		}
+		s, err := connect()
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		paths, err := s.paths(a)
+		if err != nil {
+			return err
+		}
+		diffs, err := s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths})
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(os.Stdout, 64<<10)
+		if flagDiffStat {
+			printStat(w, diffs, color)
+		} else {
+			for _, d := range diffs {
+				printPatch(w, d.Patch, color)
+			}
+		}
+		return w.Flush()
+	},
+}
+
+func init() {
+	diffCmd.Flags().BoolVar(&flagDiffStat, "stat", false, "print a diffstat instead of the diff")
+	diffCmd.Flags().StringVar(&flagDiffColor, "color", "auto", "colour the output: auto, always or never")
+	diffCmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
+	root.AddCommand(diffCmd)
+}
+
+// ANSI colours, as git uses them.
+const (
+	ansiBold  = "\x1b[1m"
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiCyan  = "\x1b[36m"
+	ansiReset = "\x1b[m"
+)
+
+// printPatch prints one file's patch, coloured like git's: headers bold,
+// hunk headers cyan, removed lines red, added lines green.
+func printPatch(w io.Writer, patch string, color bool) {
+	if !color {
+		io.WriteString(w, patch)
+		return
+	}
+	header := true
+	for len(patch) > 0 {
+		line, rest, _ := strings.Cut(patch, "\n")
+		patch = rest
+		c := ""
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			header, c = true, ansiBold
+		case strings.HasPrefix(line, "@@"):
+			header, c = false, ansiCyan
+		case header:
+			c = ansiBold
+		case strings.HasPrefix(line, "+"):
+			c = ansiGreen
+		case strings.HasPrefix(line, "-"):
+			c = ansiRed
+		}
+		if c != "" {
+			fmt.Fprintf(w, "%s%s%s\n", c, line, ansiReset)
+		} else {
+			fmt.Fprintf(w, "%s\n", line)
+		}
+	}
+}
+
+// statWidth is the widest +/- bar of a diffstat.
+const statWidth = 50
+
+// printStat prints a git-style diffstat.
+func printStat(w io.Writer, diffs []overlay.FileDiff, color bool) {
+	if len(diffs) == 0 {
+		return
+	}
+	names := make([]string, len(diffs))
+	nameW, most, numW := 0, 0, 1
+	added, deleted := 0, 0
+	for i, d := range diffs {
+		names[i] = d.Path
+		if d.From != "" {
+			names[i] = d.From + " => " + d.Path
+		}
+		nameW = max(nameW, len(names[i]))
+		most = max(most, d.Added+d.Deleted)
+		numW = max(numW, len(fmt.Sprint(d.Added+d.Deleted)))
+		added += d.Added
+		deleted += d.Deleted
+	}
+	plus, minus := "+", "-"
+	if color {
+		plus, minus = ansiGreen+"+", ansiRed+"-"
+	}
+	for i, d := range diffs {
+		if d.Binary {
+			fmt.Fprintf(w, " %-*s | %*s\n", nameW, names[i], numW, "Bin")
+			continue
+		}
+		n := d.Added + d.Deleted
+		a, r := d.Added, d.Deleted
+		if most > statWidth { // scale, keeping a mark for any change
+			a = scaled(d.Added, most)
+			r = scaled(d.Deleted, most)
+		}
+		bar := ""
+		if a > 0 {
+			bar += plus + strings.Repeat("+", a-1)
+		}
+		if r > 0 {
+			bar += minus + strings.Repeat("-", r-1)
+		}
+		if color && bar != "" {
+			bar += ansiReset
+		}
+		fmt.Fprintf(w, " %-*s | %*d %s\n", nameW, names[i], numW, n, bar)
+	}
+	summary := fmt.Sprintf(" %d %s changed", len(diffs), plural(len(diffs), "file", "files"))
+	if added > 0 || deleted == 0 {
+		summary += fmt.Sprintf(", %d %s(+)", added, plural(added, "insertion", "insertions"))
+	}
+	if deleted > 0 || added == 0 {
+		summary += fmt.Sprintf(", %d %s(-)", deleted, plural(deleted, "deletion", "deletions"))
+	}
+	fmt.Fprintln(w, summary)
+}
+
+// scaled shrinks n of most to statWidth, at least 1 when n > 0.
+func scaled(n, most int) int {
+	if n == 0 {
+		return 0
+	}
+	return max(1, n*statWidth/most)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

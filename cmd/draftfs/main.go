@@ -1,0 +1,147 @@
+// Command draftfs keeps what AI agents write in a draft over your
+// workspace until you review and commit it. See README.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// root is the draftfs command; each subcommand adds itself in its file's
+// init.
+var root = &cobra.Command{
+	Use:   "draftfs",
+	Short: "Keep what AI agents write in a reviewable draft over your workspace",
+	Long: `draftfs merges your unsaved editor buffers over your workspace on disk,
+so AI agents see what you see, and keeps every write, new file, deletion
+and rename an agent makes in a draft until you review and commit it.
+
+Agents reach the merged view through a FUSE mount (draftfs mount, draftfs
+run), ACP (draftfs acp) or MCP (draftfs mcp). You review with status and
+diff, then commit, discard or undo.
+
+Exit status: 0 success, 1 refused (conflicts, nothing to undo, a bad
+path), 2 usage error.`,
+	Example: `  draftfs serve --mount /tmp/view     # daemon with the merged view at /tmp/view
+  draftfs run -- make test            # run a command on the merged view
+  draftfs status                      # what the agents changed
+  draftfs diff                        # how
+  draftfs commit                      # write it to disk (draftfs undo reverts)`,
+	SilenceErrors: true,
+	SilenceUsage:  true,
+	Version:       version(),
+	Args:          cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, args []string) error {
+		cmd.SetOut(os.Stderr)
+		cmd.Help()
+		return usageError{errors.New("no command given")}
+	},
+}
+
+// Global flags (see config).
+var (
+	flagWorkspace string
+	flagState     string
+	flagDraft     string
+)
+
+func init() {
+	pf := root.PersistentFlags()
+	pf.StringVar(&flagWorkspace, "workspace", "", "the workspace directory (default: the current directory)")
+	pf.StringVar(&flagState, "state", "", "where draftfs keeps its state (default: $XDG_STATE_HOME/draftfs, else ~/.local/state/draftfs)")
+	pf.StringVar(&flagDraft, "draft", "main", "the draft to work on")
+	root.MarkPersistentFlagDirname("workspace")
+	root.MarkPersistentFlagDirname("state")
+	root.RegisterFlagCompletionFunc("draft", completeDrafts)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and returns the exit status.
+func run(args []string) int {
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
+	}
+	var ex exitStatus
+	if errors.As(err, &ex) {
+		return int(ex)
+	}
+	name := "draftfs"
+	if cmd != nil && cmd != root {
+		name = cmd.CommandPath()
+	}
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "%s: %v (see %s --help)\n", name, ue.err, name)
+		return 2
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		fmt.Fprintf(os.Stderr, "draftfs: %v (see draftfs --help)\n", err)
+		return 2
+	}
+	msg := oneLine(err)
+	if h := hint(err); h != "" {
+		msg += ": " + h
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s\n", name, msg)
+	return 1
+}
+
+// hint says what to do about the errors whose message does not.
+func hint(err error) string {
+	switch {
+	case errors.Is(err, overlay.ErrNothingToUndo):
+		return "every commit of the draft is already undone, or none was made"
+	case errors.Is(err, overlay.ErrOutside):
+		return "give a path inside the workspace, or choose the workspace with --workspace"
+	}
+	return ""
+}
+
+// usageError: the command line is wrong (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitStatus ends the program with a status after the command has said
+// what it had to (draftfs run: the command's status; a refused commit).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// oneLine keeps an error message on one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// args wraps a positional-argument check so that its failure is a usage
+// error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

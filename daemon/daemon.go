@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/draftfs/draftfs/fusefs"
+	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/control"
+)
+
+// Options configure a daemon.
+type Options struct {
+	// Workspace is the workspace directory.
+	Workspace string
+	// StateDir is the workspace's own state directory
+	// (overlay.StateDir of the state root).
+	StateDir string
+	// Draft is the draft the daemon serves by default ("": main).
+	Draft string
+	// Mount, when set, is where the draft's merged view is mounted; the
+	// directory is created if missing (and then removed on Close).
+	Mount string
+	// AllowOther lets other users use the mounts.
+	AllowOther bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Watch the disk for changes made outside draftfs.
+	Watch bool
+	// Command names what runs the daemon ("serve", "mcp"), for a second
+	// daemon's refusal message.
+	Command string
+	// Version is reported to clients.
+	Version string
+	// Logf receives the daemon's diagnostics. Nil: discarded.
+	Logf func(format string, args ...any)
+}
+
+// Daemon is a running daemon.
+type Daemon struct {
+	opts   Options // read only
+	ws     *overlay.Workspace
+	draft  *overlay.Draft // the default draft
+	srv    *control.Server
+	l      *net.UnixListener
+	lock   *os.File
+	socket string        // read only
+	done   chan struct{} // closed when the Options.Mount mount is gone
+
+	mu     sync.Mutex // protects the following
+	mounts map[string]*mount
+	closed bool
+}
+
+// mount is a mounted draft.
+type mount struct {
+	srv     *fusefs.Server
+	created bool // the mount point was made for it: remove it after
+	main    bool // the Options.Mount mount
+}
+
+// Start starts a daemon: it takes the workspace's daemon lock, opens the
+// engine, listens on the control socket and mounts Options.Mount. On
+// error nothing is left behind.
+func Start(opts Options) (*Daemon, error) {
+	if opts.Draft == "" {
+		opts.Draft = overlay.DefaultDraft
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	d := &Daemon{opts: opts, socket: control.SocketPath(opts.StateDir), done: make(chan struct{}), mounts: map[string]*mount{}}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Close()
+		}
+	}()
+	var err error
+	if d.lock, err = lock(opts.StateDir, opts.Command); err != nil {
+		return nil, fmt.Errorf("%w; its socket is %s: stop it first, or use it: every draftfs command talks to it", err, d.socket)
+	}
+	d.ws, err = overlay.Open(overlay.Options{Root: opts.Workspace, StateDir: opts.StateDir, Watch: opts.Watch})
+	if err != nil {
+		return nil, err
+	}
+	if d.draft, err = d.ws.Draft(opts.Draft); err != nil {
+		return nil, err
+	}
+	d.srv = control.NewServer(d.ws, control.ServerOptions{
+		Draft:      opts.Draft,
+		Version:    opts.Version,
+		Mountpoint: d.Mountpoint,
+		Mount:      func(draft string) (string, error) { return d.Mount(draft, "") },
+		Logf:       opts.Logf,
+	})
+	if d.l, err = control.Listen(d.socket); err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := d.srv.Serve(d.l); err != nil {
+			opts.Logf("control socket: %v", err)
+		}
+	}()
+	if opts.Mount != "" {
+		if _, err := d.Mount(opts.Draft, opts.Mount); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return d, nil
+}
+
+// Socket is the control socket's path.
+func (d *Daemon) Socket() string { return d.socket }
+
+// Workspace is the engine.
+func (d *Daemon) Workspace() *overlay.Workspace { return d.ws }
+
+// Draft is the daemon's default draft.
+func (d *Daemon) Draft() *overlay.Draft { return d.draft }
+
+// Done is closed when the mount of Options.Mount went away from outside.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Close unmounts, stops serving, closes the engine and releases the
+// lock. A mount still in use is detached lazily.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	mounts := d.mounts
+	d.mounts = map[string]*mount{}
+	d.mu.Unlock()
+
+	var errs []error
+	if d.srv != nil {
+		d.srv.Close()
+	}
+	for _, m := range mounts {
+		if err := d.unmount(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.ws != nil {
+		if err := d.ws.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.lock != nil {
+		d.lock.Close()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,221 @@
+package fusefs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// reader is another process that reads a file through the mount each
+// time it is asked to, so the read is issued after the ask.
+type reader struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// startReader starts sh reading the file named on each input line and
+// printing it base64-free between markers.
+func startReader(t *testing.T) *reader {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `while read -r p; do cat "$p"; echo; echo '@@END@@'; done`)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard // cat of a removed file complains
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &reader{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	return r
+}
+
+// read has the process read p now, and returns what it read.
+func (r *reader) read(t *testing.T, p string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(r.in, p); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for {
+		line, err := r.out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reader: %v (read so far %q)", err, b.String())
+		}
+		if line == "@@END@@\n" {
+			return strings.TrimSuffix(b.String(), "\n")
+		}
+		b.WriteString(line)
+	}
+}
+
+// texts gives the i-th content: lengths go up and down, so a stale size
+// as well as stale pages would show.
+func text(i int) string {
+	return fmt.Sprintf("version %d %s\n", i, strings.Repeat("x", (i*7)%53))
+}
+
+// withoutFeed stops m's server consuming the change feed, leaving the
+// checks made at each open as the only invalidation.
+func withoutFeed(m *mounted) { m.srv.sub.Close() }
+
+// TestCoherenceBufferPush pushes buffer versions and reads each right
+// after the push returns: from this process at once (racing the feed)
+// and from another one. Without the feed, the checks at open must do.
+func TestCoherenceBufferPush(t *testing.T) {
+	for _, feed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("feed=%v", feed), func(t *testing.T) { testBufferPush(t, feed) })
+	}
+}
+
+func testBufferPush(t *testing.T, feed bool) {
+	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "on disk\n", "other.txt": "other\n"}})
+	if !feed {
+		withoutFeed(m)
+	}
+	r := startReader(t)
+	p := filepath.Join(m.mnt, "f.txt")
+	if got := r.read(t, p); got != "on disk\n" {
+		t.Fatalf("before any push: %q", got)
+	}
+	// A descriptor opened before the pushes: the kernel passes the disk
+	// file through for it, and later opens must still see the buffer.
+	held, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	bufs := m.ws.Buffers()
+	if err := bufs.Open("f.txt", 1, []byte(text(1))); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 2000; i++ {
+		if _, err := bufs.Replace("f.txt", int64(i), []byte(text(i))); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != text(i) {
+			t.Fatalf("push %d: read %q, %v; want %q", i, b, err, text(i))
+		}
+		if i%20 == 0 {
+			if got := r.read(t, p); got != text(i) {
+				t.Fatalf("push %d: another process read %q, want %q", i, got, text(i))
+			}
+		}
+	}
+	// A buffer for a path not on disk shows, and goes with its close.
+	if err := bufs.Open("new.txt", 1, []byte("only a buffer\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.read(t, filepath.Join(m.mnt, "new.txt")); got != "only a buffer\n" {
+		t.Errorf("buffer-only file: %q", got)
+	}
+	if err := bufs.Close("f.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.read(t, p); got != "on disk\n" {
+		t.Errorf("after the buffer closed: %q", got)
+	}
+	if got := statusPaths(t, m.d); len(got) != 0 {
+		t.Errorf("buffers changed the draft: %q", got)
+	}
+}
+
+// TestCoherenceEngineWrites does the same with writes, creates, renames,
+// removals, a commit and a discard through the engine (as ACP makes
+// them).
+func TestCoherenceEngineWrites(t *testing.T) {
+	for _, feed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("feed=%v", feed), func(t *testing.T) { testEngineWrites(t, feed) })
+	}
+}
+
+func testEngineWrites(t *testing.T, feed bool) {
+	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "on disk\n"}})
+	if !feed {
+		withoutFeed(m)
+	}
+	r := startReader(t)
+	acp := m.d.Fs(overlay.SourceACP)
+	p := filepath.Join(m.mnt, "f.txt")
+	if got := r.read(t, p); got != "on disk\n" {
+		t.Fatalf("before any write: %q", got)
+	}
+	readNow := func(i int, p, want string) {
+		t.Helper()
+		b, err := os.ReadFile(p)
+		if want == "" && errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil || string(b) != want {
+			t.Fatalf("write %d: read %s: %q, %v; want %q", i, p, b, err, want)
+		}
+	}
+	for i := 1; i <= 600; i++ {
+		if err := afero.WriteFile(acp, "f.txt", []byte(text(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		readNow(i, p, text(i))
+		if i%20 == 0 {
+			if got := r.read(t, p); got != text(i) {
+				t.Fatalf("write %d: another process read %q, want %q", i, got, text(i))
+			}
+		}
+		// Files the engine creates, renames and removes.
+		name := fmt.Sprintf("n%d.txt", i%3)
+		if err := afero.WriteFile(acp, name, []byte(text(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		readNow(i, filepath.Join(m.mnt, name), text(i))
+		switch i % 3 {
+		case 0:
+			if err := acp.Remove(name); err != nil {
+				t.Fatal(err)
+			}
+			readNow(i, filepath.Join(m.mnt, name), "")
+		case 1:
+			if err := acp.Rename(name, "moved.txt"); err != nil {
+				t.Fatal(err)
+			}
+			readNow(i, filepath.Join(m.mnt, "moved.txt"), text(i))
+		}
+	}
+	// A commit gives the file a new disk inode; a discard brings the
+	// disk back.
+	if _, err := m.d.Commit(overlay.CommitOptions{Keys: []string{"f.txt"}, Source: overlay.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.read(t, p); got != text(600) {
+		t.Errorf("after commit: %q", got)
+	}
+	if err := afero.WriteFile(acp, "f.txt", []byte("draft again\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readNow(0, p, "draft again\n")
+	if _, err := m.d.Discard([]string{"f.txt"}, overlay.SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	readNow(0, p, text(600))
+	if got := r.read(t, p); got != text(600) {
+		t.Errorf("after discard: %q", got)
+	}
+}

@@ -1,0 +1,250 @@
+package fusefs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// TestMain lets the test binary be Run's helper, and a mount server for
+// tests that need one in another process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case RunChildCommand:
+			os.Exit(RunChild(os.Args[2:]))
+		case serveCommand:
+			os.Exit(serveForTest(os.Args[2:]))
+		case runCommand:
+			os.Exit(runForTest(os.Args[2:]))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// mounted is a workspace, its draft and the draft's mount.
+type mounted struct {
+	ws    *overlay.Workspace
+	d     *overlay.Draft
+	srv   *Server
+	root  string // the workspace directory
+	mnt   string // the mount point
+	state string // the state directory
+}
+
+// mountOptions tune testMount.
+type mountOptions struct {
+	files      map[string]string // initial workspace content: path → text ("/" suffix: a directory)
+	watch      bool              // watch the disk
+	allowOther bool
+	rootMode   os.FileMode // the workspace directory's mode, 0755 when 0
+}
+
+// testMount mounts a draft of a new workspace, with cleanups that fail
+// the test if unmounting fails, if the mount stays, or if a descriptor
+// leaked. It skips when /dev/fuse cannot be opened.
+func testMount(t testing.TB, o mountOptions) *mounted {
+	t.Helper()
+	requireFuse(t)
+	fdsBefore := openFds(t)
+	t.Cleanup(func() {
+		leaked := []string{}
+		for fd, target := range openFds(t) {
+			if _, ok := fdsBefore[fd]; !ok && !strings.HasPrefix(target, "anon_inode:") {
+				leaked = append(leaked, fmt.Sprintf("fd %s -> %s", fd, target))
+			}
+		}
+		if len(leaked) > 0 {
+			t.Errorf("leaked descriptors: %s", strings.Join(leaked, ", "))
+		}
+	})
+	base := t.TempDir()
+	m := &mounted{root: filepath.Join(base, "ws"), mnt: filepath.Join(base, "mnt"), state: filepath.Join(base, "state")}
+	for _, dir := range []string{m.root, m.mnt} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTree(t, m.root, o.files)
+	if o.rootMode != 0 {
+		if err := os.Chmod(m.root, o.rootMode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := overlay.Open(overlay.Options{Root: m.root, StateDir: m.state, Watch: o.watch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ws.Close(); err != nil {
+			t.Errorf("close workspace: %v", err)
+		}
+	})
+	m.ws = ws
+	if m.d, err = ws.Draft(""); err != nil {
+		t.Fatal(err)
+	}
+	m.srv, err = Mount(m.mnt, m.d, Options{AllowOther: o.allowOther, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			return
+		}
+		m.srv.Wait()
+		if mi, err := findMount(m.mnt); err != nil || mi != nil {
+			t.Errorf("mount %s still there after unmount (%v)", m.mnt, err)
+		}
+	})
+	return m
+}
+
+// requireFuse skips the test when /dev/fuse cannot be opened.
+func requireFuse(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("FUSE is not available here: cannot open /dev/fuse: %v", err)
+	}
+	f.Close()
+}
+
+// openFds maps this process's descriptors to what they point to.
+func openFds(t testing.TB) map[string]string {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := map[string]string{}
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err == nil {
+			fds[e.Name()] = target
+		}
+	}
+	return fds
+}
+
+// writeTree creates files below dir: path → text, "/" suffix for a
+// directory.
+func writeTree(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, text := range files {
+		full := filepath.Join(dir, p)
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// snapshot describes a tree: path → type, mode and content hash.
+func snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := de.Info()
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String()
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			desc += " " + hex.EncodeToString(sum[:8])
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			desc += " -> " + target
+		}
+		out[rel] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diffSnapshots lists how two snapshots differ.
+func diffSnapshots(a, b map[string]string) []string {
+	var out []string
+	for p, x := range a {
+		if y, ok := b[p]; !ok {
+			out = append(out, "-"+p)
+		} else if x != y {
+			out = append(out, "~"+p+": "+x+" != "+y)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, "+"+p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// statusPaths lists the draft's changed paths as "M path" lines.
+func statusPaths(t testing.TB, d *overlay.Draft) []string {
+	t.Helper()
+	st, err := d.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range st {
+		out = append(out, fmt.Sprintf("%s %s", e.Change, e.Path))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// shell runs script with sh in dir, which may be inside the mount: the
+// shell changes into it after exec, never this process's forked child
+// (see go-fuse's deadlock list).
+func shell(t testing.TB, dir, script string, env ...string) string {
+	t.Helper()
+	out, err := shellErr(dir, script, env...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return out
+}
+
+func shellErr(dir, script string, env ...string) (string, error) {
+	cmd := exec.Command("/bin/sh", "-c", `cd "$0" && `+script, dir)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}

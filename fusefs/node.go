@@ -1,0 +1,451 @@
+package fusefs
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// node is one file, directory or symlink of the merged view as the
+// kernel knows it. Its path is the one go-fuse keeps from lookups and
+// renames; every operation asks the engine by that path.
+type node struct {
+	gofs.Inode
+	srv  *Server   // read only
+	born time.Time // read only: when the node was made (see freshFor)
+
+	mu sync.Mutex // protects the following
+	// sig is the signature of the content the kernel's caches of this
+	// node were filled under (see contentSig, listingSig); 0 when the
+	// kernel holds none.
+	sig uint64
+	// dropping is closed when a NotifyContent of the node in progress
+	// has landed; nil when none is.
+	dropping chan struct{}
+	// backing is the file passthrough opens of this node use; set by
+	// the first one and kept, as go-fuse keeps one backing file per node.
+	backing   fileID
+	backingRW bool // every backing file registered for it was writable
+	ptOpen    int  // open handles served by passthrough
+	cached    int  // open handles served through the server
+	draining  int  // opens waiting for ptOpen to drop to 0
+}
+
+var (
+	_ = (gofs.InodeEmbedder)((*node)(nil))
+	_ = (gofs.NodeOnForgetter)((*node)(nil))
+	_ = (gofs.NodeLookuper)((*node)(nil))
+	_ = (gofs.NodeGetattrer)((*node)(nil))
+	_ = (gofs.NodeSetattrer)((*node)(nil))
+	_ = (gofs.NodeReadlinker)((*node)(nil))
+	_ = (gofs.NodeStatfser)((*node)(nil))
+)
+
+// key is the node's path in the view, as go-fuse knows it; false when
+// the node has no name any more (unlinked while open).
+func (n *node) key() (string, bool) {
+	root := n.Root()
+	var elems []string
+	for in := &n.Inode; in != root; {
+		name, parent := in.Parent()
+		if parent == nil {
+			return "", false
+		}
+		elems = append(elems, name)
+		in = parent
+	}
+	slices.Reverse(elems)
+	return strings.Join(elems, "/"), true
+}
+
+// childKey is the path of name in directory n.
+func (n *node) childKey(name string) (string, bool) {
+	key, ok := n.key()
+	if !ok {
+		return "", false
+	}
+	if key == "" {
+		return name, true
+	}
+	return key + "/" + name, true
+}
+
+// current describes what n's path holds now. ENOENT when n has no name
+// any more (removed or replaced through the mount: the kernel knows) or
+// its path holds an object of another type (a node's type never changes,
+// so its object is gone). ESTALE when its path no longer names its
+// object because of a change made elsewhere (removed, replaced, or given
+// a new inode by a commit): the kernel then looks the path up again and
+// retries once.
+func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
+	key, ok := n.key()
+	if !ok {
+		return "", nil, syscall.ENOENT
+	}
+	fi, err := n.srv.fsys.Lstat(key)
+	if err != nil {
+		e := n.srv.errno("lstat", err)
+		if e == syscall.ENOENT || e == syscall.ENOTDIR {
+			e = syscall.ESTALE
+		}
+		return key, nil, e
+	}
+	if !n.IsRoot() {
+		sa := n.StableAttr()
+		switch {
+		case typeOf(fi.Mode()) != sa.Mode:
+			return key, nil, syscall.ENOENT
+		case inoOf(fi) != sa.Ino:
+			return key, nil, syscall.ESTALE
+		}
+	}
+	return key, fi, 0
+}
+
+// refresh makes what the kernel caches of file node n (attributes and
+// pages) agree with content of signature sig: when they were filled
+// under another, it drops them. sig 0 drops them unless already dropped.
+//
+// It returns only once no drop of n is in flight: a drop landing while
+// a read is under way makes the kernel discard the attributes that read
+// fetched and read with a stale size, so a caller that answers an open
+// must not leave one behind, nor start one that was not needed.
+func (n *node) refresh(sig uint64) {
+	n.mu.Lock()
+	for n.dropping != nil {
+		ch := n.dropping
+		n.mu.Unlock()
+		<-ch
+		n.mu.Lock()
+	}
+	if n.sig == sig {
+		n.mu.Unlock()
+		return
+	}
+	n.sig = sig
+	ch := make(chan struct{})
+	n.dropping = ch
+	n.mu.Unlock()
+	n.NotifyContent(0, 0)
+	n.mu.Lock()
+	n.dropping = nil
+	close(ch)
+	n.mu.Unlock()
+}
+
+// Lookup implements NodeLookuper.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	fi, err := n.srv.fsys.Lstat(key)
+	if err != nil {
+		return nil, n.srv.errno("lookup", err)
+	}
+	return n.srv.newChild(ctx, &n.Inode, key, fi, &out.Attr), 0
+}
+
+// Getattr implements NodeGetattrer. A node whose path no longer names it
+// (unlinked while open, say) is described through its open handle.
+func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	_, fi, errno := n.current()
+	if errno != 0 {
+		h, ok := f.(fileHandle)
+		if !ok {
+			return errno
+		}
+		var err error
+		if fi, err = h.stat(); err != nil {
+			return n.srv.errno("fstat", err)
+		}
+	}
+	n.srv.fill(&out.Attr, fi)
+	return 0
+}
+
+// Setattr implements NodeSetattrer: chmod, chown, utimens and truncate.
+func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	var a overlay.Attrs
+	if m, ok := in.GetMode(); ok {
+		mode := fileMode(m)
+		a.Mode = &mode
+	}
+	if u, ok := in.GetUID(); ok {
+		uid := int(u)
+		a.Uid = &uid
+	}
+	if g, ok := in.GetGID(); ok {
+		gid := int(g)
+		a.Gid = &gid
+	}
+	if sz, ok := in.GetSize(); ok {
+		size := int64(sz)
+		a.Size = &size
+	}
+	if t, ok := in.GetATime(); ok {
+		a.Atime = &t
+	}
+	if t, ok := in.GetMTime(); ok {
+		a.Mtime = &t
+	}
+	key, _, errno := n.current()
+	if errno != 0 {
+		// Only ftruncate of an unlinked open file can still be served.
+		h, ok := f.(fileHandle)
+		if !ok || a.Size == nil || a.Mode != nil || a.Uid != nil || a.Gid != nil || a.Atime != nil || a.Mtime != nil {
+			return errno
+		}
+		fi, err := h.truncate(*a.Size)
+		if err != nil {
+			return n.srv.errno("ftruncate", err)
+		}
+		n.srv.fill(&out.Attr, fi)
+		return 0
+	}
+	if err := n.srv.fsys.Setattr(key, a); err != nil {
+		return n.srv.errno("setattr", err)
+	}
+	fi, err := n.srv.fsys.Lstat(key)
+	if err != nil {
+		return n.srv.errno("setattr", err)
+	}
+	n.srv.fill(&out.Attr, fi)
+	return 0
+}
+
+// Readlink implements NodeReadlinker.
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	key, ok := n.key()
+	if !ok {
+		return nil, syscall.ESTALE
+	}
+	target, err := n.srv.fsys.Readlink(key)
+	if err != nil {
+		return nil, n.srv.errno("readlink", err)
+	}
+	return []byte(target), 0
+}
+
+// Statfs implements NodeStatfser with the workspace disk's numbers.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(n.srv.d.Workspace().Root(), &st); err != nil {
+		return n.srv.errno("statfs", err)
+	}
+	out.FromStatfsT(&st)
+	return 0
+}
+
+// newChild returns a new node for fi, found at key below parent,
+// filling out with fi. go-fuse keeps the node it already has for the
+// same identity (inode number, type and generation) and drops this one,
+// unless the node it has is only known under a name that no longer
+// names its object (moved elsewhere by the engine): that name may still
+// be in the kernel's cache, and opens through it must not reach the
+// object, so the object gets a fresh node (a new generation) here.
+func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
+	s.fill(out, fi)
+	ino := inoOf(fi)
+	s.mu.Lock()
+	known := s.byIno[ino]
+	s.mu.Unlock()
+	if known != nil && !known.Forgotten() && known.StableAttr().Gen == s.gen(ino) {
+		if kkey, ok := known.key(); ok && kkey != key {
+			if kfi, err := s.fsys.Lstat(kkey); err != nil || inoOf(kfi) != ino {
+				s.replace(known)
+			}
+		}
+	}
+	n := &node{srv: s, born: time.Now()}
+	if !fi.IsDir() {
+		// A new kernel inode has no pages: whatever it caches comes from
+		// reads after this lookup, with the size it returns.
+		n.sig = contentSig(fi)
+	}
+	sa := s.stable(fi)
+	s.mu.Lock()
+	if k := s.byIno[ino]; k == nil || k.Forgotten() || k.StableAttr().Gen != sa.Gen {
+		s.byIno[ino] = n
+	}
+	s.mu.Unlock()
+	return parent.NewInode(ctx, n, sa)
+}
+
+// OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
+// drops it.
+func (n *node) OnForget() {
+	ino := n.StableAttr().Ino
+	n.srv.mu.Lock()
+	if n.srv.byIno[ino] == n {
+		delete(n.srv.byIno, ino)
+	}
+	n.srv.mu.Unlock()
+}
+
+// gen is the current generation of inode number ino.
+func (s *Server) gen(ino uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gens[ino]
+}
+
+// stable is the identity of fi's object for go-fuse.
+func (s *Server) stable(fi fs.FileInfo) gofs.StableAttr {
+	ino := inoOf(fi)
+	return gofs.StableAttr{Mode: typeOf(fi.Mode()), Ino: ino, Gen: s.gen(ino)}
+}
+
+// replace gives n's inode number a new generation, so the next lookup
+// of its path makes a new node, unless that happened already.
+func (s *Server) replace(n *node) {
+	sa := n.StableAttr()
+	s.mu.Lock()
+	if s.gens[sa.Ino] == sa.Gen {
+		s.gens[sa.Ino] = sa.Gen + 1
+	}
+	s.mu.Unlock()
+}
+
+// fill sets out from fi.
+func (s *Server) fill(out *fuse.Attr, fi fs.FileInfo) {
+	out.Ino = inoOf(fi)
+	out.Size = uint64(fi.Size())
+	out.Mode = unixMode(fi.Mode())
+	out.Blksize = 4096
+	mtime := fi.ModTime()
+	atime, ctime := mtime, mtime
+	if a, ok := fi.Sys().(*overlay.Attr); ok {
+		out.Nlink = a.Nlink
+		out.Uid, out.Gid = a.Uid, a.Gid
+		out.Rdev = uint32(a.Rdev)
+		out.Blocks = uint64(a.Blocks)
+		atime, ctime = a.Atime, a.Ctime
+	}
+	if fi.IsDir() {
+		// The merged view does not count subdirectories: 1 is the
+		// convention for that (btrfs does the same), and keeps find(1)
+		// from skipping directories on a wrong count.
+		out.Nlink = 1
+	}
+	if out.Blocks == 0 {
+		out.Blocks = (out.Size + 511) / 512
+	}
+	out.SetTimes(&atime, &mtime, &ctime)
+}
+
+// inoOf is the inode number the kernel gets for fi's object.
+func inoOf(fi fs.FileInfo) uint64 {
+	a, ok := fi.Sys().(*overlay.Attr)
+	if !ok {
+		return 0
+	}
+	if a.Ino == ^uint64(0) { // reserved by go-fuse
+		return a.Ino - 1
+	}
+	return a.Ino
+}
+
+// typeOf is the S_IFMT bits of m.
+func typeOf(m fs.FileMode) uint32 {
+	switch {
+	case m.IsDir():
+		return syscall.S_IFDIR
+	case m&fs.ModeSymlink != 0:
+		return syscall.S_IFLNK
+	case m&fs.ModeNamedPipe != 0:
+		return syscall.S_IFIFO
+	case m&fs.ModeSocket != 0:
+		return syscall.S_IFSOCK
+	case m&fs.ModeCharDevice != 0:
+		return syscall.S_IFCHR
+	case m&fs.ModeDevice != 0:
+		return syscall.S_IFBLK
+	}
+	return syscall.S_IFREG
+}
+
+// unixMode is m as st_mode.
+func unixMode(m fs.FileMode) uint32 {
+	mode := typeOf(m) | uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		mode |= syscall.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		mode |= syscall.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		mode |= syscall.S_ISVTX
+	}
+	return mode
+}
+
+// fileMode is the permission bits of a mode from the kernel.
+func fileMode(mode uint32) fs.FileMode {
+	m := fs.FileMode(mode & 0o777)
+	if mode&syscall.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if mode&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if mode&syscall.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// contentSig summarises what a file holds: a change of content changes
+// its size, mtime or ctime (disk and draft files take fine-grained
+// timestamps once stat'ed; buffers stamp every change), a replacement
+// its inode number.
+func contentSig(fi fs.FileInfo) uint64 {
+	var b [40]byte
+	binary.LittleEndian.PutUint64(b[0:], inoOf(fi))
+	binary.LittleEndian.PutUint64(b[8:], uint64(fi.Size()))
+	binary.LittleEndian.PutUint64(b[16:], uint64(fi.ModTime().UnixNano()))
+	var ctime time.Time
+	if a, ok := fi.Sys().(*overlay.Attr); ok {
+		ctime = a.Ctime
+	}
+	binary.LittleEndian.PutUint64(b[24:], uint64(ctime.UnixNano()))
+	binary.LittleEndian.PutUint64(b[32:], uint64(fi.Mode()))
+	return nonZero(fnvSum(b[:]))
+}
+
+// listingSig summarises a directory listing: names and types.
+func listingSig(ents []fs.DirEntry) uint64 {
+	h := fnv.New64a()
+	var t [4]byte
+	for _, e := range ents {
+		h.Write([]byte(e.Name()))
+		binary.LittleEndian.PutUint32(t[:], uint32(e.Type()))
+		h.Write(t[:])
+	}
+	return nonZero(h.Sum64())
+}
+
+func fnvSum(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// nonZero keeps 0 for "the kernel holds nothing".
+func nonZero(sig uint64) uint64 {
+	if sig == 0 {
+		return 1
+	}
+	return sig
+}

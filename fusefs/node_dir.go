@@ -1,0 +1,245 @@
+package fusefs
+
+import (
+	"context"
+	"io/fs"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+var (
+	_ = (gofs.NodeMkdirer)((*node)(nil))
+	_ = (gofs.NodeRmdirer)((*node)(nil))
+	_ = (gofs.NodeUnlinker)((*node)(nil))
+	_ = (gofs.NodeRenamer)((*node)(nil))
+	_ = (gofs.NodeSymlinker)((*node)(nil))
+	_ = (gofs.NodeLinker)((*node)(nil))
+	_ = (gofs.NodeOpendirHandler)((*node)(nil))
+
+	_ = (gofs.FileReaddirenter)((*dirHandle)(nil))
+	_ = (gofs.FileSeekdirer)((*dirHandle)(nil))
+	_ = (gofs.FileLookuper)((*dirHandle)(nil))
+	_ = (gofs.FileFsyncdirer)((*dirHandle)(nil))
+)
+
+// Mkdir implements NodeMkdirer.
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	if err := n.srv.fsys.Mkdir(key, fileMode(mode)); err != nil {
+		return nil, n.srv.errno("mkdir", err)
+	}
+	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
+	return child, errno
+}
+
+// Symlink implements NodeSymlinker.
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	if err := n.srv.fsys.Symlink(target, key); err != nil {
+		return nil, n.srv.errno("symlink", err)
+	}
+	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
+	return child, errno
+}
+
+// created finishes a new object at key: owned by the caller, described
+// in out.
+func (s *Server) created(ctx context.Context, parent *gofs.Inode, key string, out *fuse.EntryOut) (*gofs.Inode, fs.FileInfo, syscall.Errno) {
+	if errno := s.chown(ctx, key); errno != 0 {
+		return nil, nil, errno
+	}
+	fi, err := s.fsys.Lstat(key)
+	if err != nil {
+		return nil, nil, s.errno("create", err)
+	}
+	return s.newChild(ctx, parent, key, fi, &out.Attr), fi, 0
+}
+
+// chown gives a new object at key to the caller, when that is not the
+// server's own user (the engine creates objects as the server).
+func (s *Server) chown(ctx context.Context, key string) syscall.Errno {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || (caller.Uid == s.uid && caller.Gid == s.gid) {
+		return 0
+	}
+	uid, gid := int(caller.Uid), int(caller.Gid)
+	if err := s.fsys.Setattr(key, overlay.Attrs{Uid: &uid, Gid: &gid}); err != nil {
+		return s.errno("chown", err)
+	}
+	return 0
+}
+
+// Unlink implements NodeUnlinker. Open handles keep working.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	key, ok := n.childKey(name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	return n.srv.errno("unlink", n.srv.fsys.Unlink(key))
+}
+
+// Rmdir implements NodeRmdirer.
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	key, ok := n.childKey(name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	return n.srv.errno("rmdir", n.srv.fsys.Rmdir(key))
+}
+
+// Rename implements NodeRenamer, with RENAME_NOREPLACE and
+// RENAME_EXCHANGE.
+func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	var rf overlay.RenameFlags
+	if flags&unix.RENAME_NOREPLACE != 0 {
+		rf |= overlay.RenameNoReplace
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		rf |= overlay.RenameExchange
+	}
+	if flags&^uint32(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE) != 0 {
+		return syscall.EINVAL
+	}
+	from, ok1 := n.childKey(name)
+	to, ok2 := np.childKey(newName)
+	if !ok1 || !ok2 {
+		return syscall.ENOENT
+	}
+	return n.srv.errno("rename", n.srv.fsys.Rename2(from, to, rf))
+}
+
+// Link implements NodeLinker.
+func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	tn, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	from, ok1 := tn.key()
+	to, ok2 := n.childKey(name)
+	if !ok1 || !ok2 {
+		return nil, syscall.ENOENT
+	}
+	if err := n.srv.fsys.Link(from, to); err != nil {
+		return nil, n.srv.errno("link", err)
+	}
+	fi, err := n.srv.fsys.Lstat(to)
+	if err != nil {
+		return nil, n.srv.errno("link", err)
+	}
+	if inoOf(fi) != tn.StableAttr().Ino {
+		// A disk file with several names got a draft inode of its own
+		// to link: the kernel must look its old name up again. That
+		// takes the directory lock the kernel holds now: not from here.
+		go n.srv.invalidateEntry(from)
+	}
+	return n.srv.newChild(ctx, &n.Inode, to, fi, &out.Attr), 0
+}
+
+// OpendirHandle implements NodeOpendirHandler. The listing is read now
+// and kept in the handle, so offsets stay stable; the kernel keeps it
+// across opens while it is unchanged.
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	key, _, errno := n.current()
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	ents, err := n.srv.fsys.ReadDir(key)
+	if err != nil {
+		return nil, 0, n.srv.errno("readdir", err)
+	}
+	sig := listingSig(ents)
+	n.mu.Lock()
+	stale := n.sig != 0 && n.sig != sig
+	n.sig = sig
+	n.mu.Unlock()
+	if stale {
+		// The kernel's cached listing is older than this one.
+		n.NotifyContent(0, 0)
+	}
+	return &dirHandle{n: n, ents: ents}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// dirHandle is an open directory: its listing as of the open.
+type dirHandle struct {
+	n    *node         // read only
+	ents []fs.DirEntry // read only
+
+	mu   sync.Mutex // protects the following
+	pos  int        // next entry: 0 is ".", 1 "..", then ents
+	last fs.FileInfo
+}
+
+// Readdirent implements FileReaddirenter. Entry i has offset i+1.
+func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = nil
+	for {
+		pos := h.pos
+		switch {
+		case pos == 0:
+			h.pos++
+			return &fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: h.n.StableAttr().Ino, Off: 1}, 0
+		case pos == 1:
+			h.pos++
+			ino := h.n.StableAttr().Ino
+			if _, parent := h.n.Parent(); parent != nil {
+				ino = parent.StableAttr().Ino
+			}
+			return &fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: ino, Off: 2}, 0
+		case pos-2 >= len(h.ents):
+			return nil, 0
+		}
+		h.pos++
+		fi, err := h.ents[pos-2].Info()
+		if err != nil {
+			continue // removed since the listing was read
+		}
+		h.last = fi
+		return &fuse.DirEntry{Name: fi.Name(), Mode: unixMode(fi.Mode()), Ino: inoOf(fi), Off: uint64(pos + 1)}, 0
+	}
+}
+
+// Seekdir implements FileSeekdirer: off is an offset Readdirent gave.
+func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pos = int(min(off, uint64(len(h.ents)+2)))
+	h.last = nil
+	return 0
+}
+
+// Lookup implements FileLookuper for READDIRPLUS, reusing what
+// Readdirent just read.
+func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	h.mu.Lock()
+	fi := h.last
+	h.mu.Unlock()
+	key, ok := h.n.childKey(name)
+	if fi == nil || fi.Name() != name || !ok {
+		return h.n.Lookup(ctx, name, out)
+	}
+	return h.n.srv.newChild(ctx, &h.n.Inode, key, fi, &out.Attr), 0
+}
+
+// Fsyncdir implements FileFsyncdirer: the draft's metadata is made
+// durable.
+func (h *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	return h.n.srv.errno("fsyncdir", h.n.srv.fsys.Sync())
+}

@@ -1,0 +1,239 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// Options configure a mount.
+type Options struct {
+	// AllowOther lets other users use the mount (mount option
+	// allow_other; for non-root users it needs user_allow_other in
+	// /etc/fuse.conf).
+	AllowOther bool
+	// Debug logs every FUSE request and reply.
+	Debug bool
+	// Logf receives diagnostics; nil: the standard logger.
+	Logf func(string, ...any)
+}
+
+// ErrDetached: the mount was busy, so it was detached lazily: it is gone
+// from the namespace but processes still using it keep it alive until
+// they close their files and leave it.
+var ErrDetached = errors.New("mount busy: detached lazily")
+
+// fsType is the mount's type in /proc/self/mountinfo.
+const fsType = "fuse.draftfs"
+
+// cacheTimeout is how long the kernel keeps entries and attributes;
+// changes from outside the mount are invalidated explicitly.
+const cacheTimeout = time.Hour
+
+// Server is a mounted merged view.
+type Server struct {
+	d          *overlay.Draft // read only
+	fsys       *overlay.Fs    // read only
+	mountpoint string         // read only
+	root       *node          // read only
+	fuse       *fuse.Server   // read only once Mount returns
+	sub        *overlay.Subscription
+	logf       func(string, ...any) // read only
+	uid, gid   uint32               // read only: the server's own ids
+	done       chan struct{}        // closed when the mount is gone and the feed drained
+
+	mu    sync.Mutex        // protects the following
+	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
+	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
+	ptDev map[uint64]bool   // whether passthrough works for files on each device
+	// open handles: the kernel drops the RELEASE of files closed just
+	// before an unmount, so those are closed when serving ends.
+	open map[*handle]struct{}
+}
+
+// Mount serves d's merged view at mountpoint, an existing directory
+// outside the workspace, with every change logged as
+// [overlay.SourceMount]. It returns once the mount answers.
+func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount point %s: %w", mountpoint, err)
+	}
+	if err := checkMountpoint(mp, d.Workspace().Root()); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		d:          d,
+		fsys:       d.Fs(overlay.SourceMount),
+		mountpoint: mp,
+		logf:       opts.Logf,
+		uid:        uint32(os.Getuid()),
+		gid:        uint32(os.Getgid()),
+		done:       make(chan struct{}),
+		gens:       map[uint64]uint64{},
+		byIno:      map[uint64]*node{},
+		ptDev:      map[uint64]bool{},
+		open:       map[*handle]struct{}{},
+	}
+	if s.logf == nil {
+		s.logf = log.Printf
+	}
+	rootInfo, err := s.fsys.Lstat("")
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: workspace root: %w", err)
+	}
+	s.root = &node{srv: s}
+	timeout := cacheTimeout
+	logger := log.New(logWriter(s.logf), "", 0)
+	fopts := &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:    opts.AllowOther,
+			FsName:        "draftfs",
+			Name:          "draftfs",
+			Options:       []string{"default_permissions"},
+			DirectMount:   os.Geteuid() == 0,
+			DisableXAttrs: true, // the engine keeps no extended attributes
+			DisableSplice: true, // replies are built in memory
+			// mmap of files read directly (editor buffers).
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC,
+			MaxWrite:          1 << 20,
+			Debug:             opts.Debug,
+			Logger:            logger,
+		},
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NullPermissions: true, // modes are real: 0 means 0
+		RootStableAttr:  &gofs.StableAttr{Ino: inoOf(rootInfo)},
+		Logger:          logger,
+	}
+	// Subscribe before serving, so no change after the first request
+	// is missed.
+	s.sub = d.Workspace().Subscribe()
+	srv, err := fuse.NewServer(gofs.NewNodeFS(s.root, fopts), mp, &fopts.MountOptions)
+	if err != nil {
+		s.sub.Close()
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
+	}
+	s.fuse = srv
+	go srv.Serve()
+	feedDone := make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		s.consume()
+	}()
+	go func() {
+		srv.Wait()
+		s.closeHandles()
+		s.sub.Close()
+		<-feedDone
+		close(s.done)
+	}()
+	if err := srv.WaitMount(); err != nil {
+		s.Unmount()
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(mp, &st); err != nil || st.Ino != inoOf(rootInfo) {
+		s.Unmount()
+		if err == nil {
+			err = fmt.Errorf("it shows inode %d, not the workspace root's %d", st.Ino, inoOf(rootInfo))
+		}
+		return nil, fmt.Errorf("fusefs: mount %s does not answer: %v", mp, err)
+	}
+	return s, nil
+}
+
+// checkMountpoint refuses a mount point that is not a directory, or lies
+// inside the workspace or contains it: the server reads the workspace
+// and would read itself.
+func checkMountpoint(mp, workspace string) error {
+	fi, err := os.Stat(mp)
+	if err != nil {
+		return fmt.Errorf("fusefs: mount point: %w (create the directory first)", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("fusefs: mount point %s is not a directory", mp)
+	}
+	m, w := realPath(mp), realPath(workspace)
+	switch {
+	case within(m, w):
+		return fmt.Errorf("fusefs: mount point %s is inside the workspace %s: choose a directory outside it", mp, workspace)
+	case within(w, m):
+		return fmt.Errorf("fusefs: mount point %s contains the workspace %s: choose a directory outside it", mp, workspace)
+	}
+	return nil
+}
+
+// realPath resolves symlinks in p where it can.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// Mountpoint is where the view is mounted.
+func (s *Server) Mountpoint() string { return s.mountpoint }
+
+// Unmount unmounts the view. A busy mount is detached lazily: the error
+// then wraps [ErrDetached], and [Server.Wait] returns once the last
+// process using it left.
+func (s *Server) Unmount() error {
+	return unmount(s.mountpoint)
+}
+
+// Wait returns once the mount is gone.
+func (s *Server) Wait() { <-s.done }
+
+// closeHandles closes the handles the kernel did not release.
+func (s *Server) closeHandles() {
+	s.mu.Lock()
+	left := make([]*handle, 0, len(s.open))
+	for h := range s.open {
+		left = append(left, h)
+	}
+	s.mu.Unlock()
+	for _, h := range left {
+		h.Release(context.Background())
+	}
+}
+
+// Nodes counts the nodes the kernel holds and go-fuse keeps for it.
+func (s *Server) Nodes() int {
+	count := 0
+	todo := []*gofs.Inode{&s.root.Inode}
+	for len(todo) > 0 {
+		in := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		count++
+		for _, ch := range in.Children() {
+			todo = append(todo, ch)
+		}
+	}
+	return count
+}
+
+// logWriter turns go-fuse's logger output into Logf calls.
+type logWriter func(string, ...any)
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,167 @@
+package overlay_test
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// The merged view against the OS file system through afero.NewOsFs, on
+// what the draft has not touched: the cost of looking at the draft
+// first. Run with: go test ./overlay -run '^$' -bench 'View' -benchmem
+
+// benchPair gives the same path through the view and through OsFs.
+type benchPair struct {
+	name string
+	fsys afero.Fs
+	path func(key string) string
+}
+
+func benchPairs(e *viewEnv) []benchPair {
+	return []benchPair{
+		{"view", e.v, func(key string) string { return key }},
+		{"osfs", afero.NewOsFs(), e.disk},
+	}
+}
+
+func BenchmarkViewRead(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		key := "src/pkg/file.bin"
+		e := newViewEnv(b, map[string]string{key: strings.Repeat("x", size)})
+		buf := make([]byte, 64<<10)
+		for _, p := range benchPairs(e) {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, p.name), func(b *testing.B) {
+				name := p.path(key)
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					f, err := p.fsys.Open(name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+					if err != nil || n != int64(size) {
+						b.Fatalf("read %d bytes: %v", n, err)
+					}
+					f.Close()
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkViewLstat(b *testing.B) {
+	key := "src/pkg/file.go"
+	e := newViewEnv(b, map[string]string{key: "package pkg\n"})
+	mustWrite(b, e.v, "src/other.go", "a draft entry nearby") // the draft is not empty
+	for _, p := range benchPairs(e) {
+		b.Run(p.name, func(b *testing.B) {
+			l := p.fsys.(afero.Lstater)
+			name := p.path(key)
+			for b.Loop() {
+				if _, _, err := l.LstatIfPossible(name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkViewReadDir(b *testing.B) {
+	tree := map[string]string{}
+	for i := range 100 {
+		tree[fmt.Sprintf("dir/file%03d.go", i)] = "x"
+	}
+	e := newViewEnv(b, tree)
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			ents, err := e.v.ReadDir("dir")
+			if err != nil || len(ents) != 100 {
+				b.Fatalf("%d entries: %v", len(ents), err)
+			}
+		}
+	})
+	b.Run("osfs", func(b *testing.B) {
+		osfs := afero.NewOsFs()
+		for b.Loop() {
+			f, err := osfs.Open(e.disk("dir"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ents, err := f.(fs.ReadDirFile).ReadDir(-1) // names and types, as the view's
+			f.Close()
+			if err != nil || len(ents) != 100 {
+				b.Fatalf("%d entries: %v", len(ents), err)
+			}
+			sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		}
+	})
+}
+
+// BenchmarkViewCopyUp1MiB measures the first write to an untouched
+// 1 MiB file: recording its base (hash and kept copy) and copying it into
+// the draft. The copy-up is discarded between iterations, untimed.
+func BenchmarkViewCopyUp1MiB(b *testing.B) {
+	e := newViewEnv(b, map[string]string{"big.bin": strings.Repeat("0123456789abcdef", 1<<16)})
+	b.SetBytes(1 << 20)
+	for b.Loop() {
+		f, err := e.v.OpenFile("big.bin", os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("X"), 0); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		b.StopTimer()
+		if _, err := e.d.Discard(nil, overlay.SourceCLI); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkViewEntryMemory reports the heap the draft's metadata takes
+// per entry, with 10,000 new files in 100 directories.
+func BenchmarkViewEntryMemory(b *testing.B) {
+	const n = 10000
+	for b.Loop() {
+		b.StopTimer()
+		e := newViewEnv(b, nil)
+		for i := range n / 100 {
+			if err := e.v.Mkdir(fmt.Sprintf("d%02d", i), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		before := liveHeap()
+		b.StartTimer()
+		for i := range n - n/100 {
+			f, err := e.v.Create(filepath.Join(fmt.Sprintf("d%02d", i%(n/100)), fmt.Sprintf("file%05d.go", i)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(liveHeap()-before)/float64(n-n/100), "bytes/entry")
+		runtime.KeepAlive(e)
+		b.StartTimer()
+	}
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}

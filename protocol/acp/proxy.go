@@ -1,0 +1,471 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// proxy routes messages between an editor and an agent; see the package
+// doc. Two goroutines read, one per side, and handle each message before
+// reading the next, so what each side sent reaches the other in order;
+// the fs requests the proxy answers run on goroutines of their own,
+// chained so they take effect in arrival order.
+type proxy struct {
+	opts      *Options
+	editor    *lineWriter // to the editor
+	agent     *lineWriter // to the agent
+	fsPlain   *FS         // answers from the merged view
+	fsThrough *FS         // asks the editor first
+	idPrefix  string      // read only: the proxy's own request ids
+	sessions  *sessions
+	served    sync.WaitGroup // fs requests being answered
+
+	mu         sync.Mutex                    // protects the following
+	caps       editorCaps                    // what the editor advertised in initialize
+	pending    map[string]*pendingRequest    // the editor's requests to the agent, by idKey
+	serving    map[string]context.CancelFunc // the agent's fs requests being answered, by idKey
+	asked      map[string]chan reply         // the proxy's requests to the editor, by idKey
+	nextID     uint64
+	lastServed chan struct{} // closed when the latest fs request is done
+	editorGone bool
+}
+
+// editorCaps is what the editor itself can do, before the proxy adds fs.
+type editorCaps struct {
+	readTextFile bool
+	terminal     bool
+}
+
+// pendingRequest is an editor request the agent has not answered yet.
+type pendingRequest struct {
+	id     []byte // raw, as the editor sent it
+	method string
+	// For session/new, load, resume and fork: the session's directories,
+	// and for load and resume the binding the request replaced.
+	roots     []string
+	sessionID string
+	prev      *sessionInfo
+}
+
+// reply is the editor's answer to a request of the proxy.
+type reply struct {
+	result []byte
+	err    []byte
+}
+
+var errEditorGone = errors.New("the editor closed the connection")
+
+func newProxy(opts *Options, toEditor, toAgent io.Writer) *proxy {
+	var nonce [4]byte
+	rand.Read(nonce[:])
+	p := &proxy{
+		opts:       opts,
+		editor:     newLineWriter(toEditor),
+		agent:      newLineWriter(toAgent),
+		idPrefix:   "draftfs-" + hex.EncodeToString(nonce[:]) + "-",
+		sessions:   newSessions(opts),
+		pending:    map[string]*pendingRequest{},
+		serving:    map[string]context.CancelFunc{},
+		asked:      map[string]chan reply{},
+		lastServed: make(chan struct{}),
+	}
+	close(p.lastServed)
+	p.fsPlain = &FS{Session: p.session}
+	p.fsThrough = &FS{Session: p.session, ReadThrough: p.readThrough}
+	return p
+}
+
+// readEditor handles the editor's messages until its stream ends.
+func (p *proxy) readEditor(r io.Reader) {
+	p.read(r, p.editor, p.fromEditor)
+	p.mu.Lock()
+	p.editorGone = true
+	for k, ch := range p.asked {
+		close(ch)
+		delete(p.asked, k)
+	}
+	p.mu.Unlock()
+}
+
+// readAgent handles the agent's messages until its stream ends.
+func (p *proxy) readAgent(r io.Reader) { p.read(r, p.agent, p.fromAgent) }
+
+// read hands each line of r to handle; a line that is too long, or not
+// JSON, is answered on back (its sender) and skipped.
+func (p *proxy) read(r io.Reader, back *lineWriter, handle func([]byte, *message)) {
+	lr := newLineReader(r, MaxMessage)
+	for {
+		line, err := lr.next()
+		if errors.Is(err, errTooLong) {
+			back.write(errorLine(nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidRequest,
+				Message: fmt.Sprintf("Invalid request: a message over %d MiB was skipped", MaxMessage>>20)}))
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		m, ok := parseMessage(line)
+		if !ok {
+			back.write(errorLine(nil, &jsonrpc2.Error{Code: jsonrpc2.CodeParseError, Message: "Parse error: the line is not JSON"}))
+			continue
+		}
+		handle(line, &m)
+	}
+}
+
+// fromEditor routes one message of the editor.
+func (p *proxy) fromEditor(line []byte, m *message) {
+	switch {
+	case m.isResponse():
+		if p.answerAsked(m) {
+			return
+		}
+	case m.isRequest():
+		if m.method == MethodInitialize {
+			line = p.initialize(line, m)
+		}
+		p.track(m)
+	}
+	p.agent.write(line)
+}
+
+// fromAgent routes one message of the agent.
+func (p *proxy) fromAgent(line []byte, m *message) {
+	switch {
+	case m.isRequest() && (m.method == MethodReadTextFile || m.method == MethodWriteTextFile):
+		p.serve(m)
+		return
+	case m.isRequest() && m.method == MethodTerminalCreate:
+		line = p.terminal(line, m)
+	case m.isNotification() && m.method == MethodCancelRequest:
+		if p.cancelServed(m.params) {
+			return
+		}
+	case m.isResponse():
+		p.settle(m)
+	}
+	p.editor.write(line)
+}
+
+// initialize records what the editor can do and returns the request
+// with clientCapabilities.fs = {readTextFile: true, writeTextFile: true}
+// (other members of fs and of clientCapabilities kept).
+func (p *proxy) initialize(line []byte, m *message) []byte {
+	if !isObject(m.params) {
+		return line
+	}
+	caps, ok := member(m.params, "clientCapabilities")
+	if !ok || !isObject(caps) {
+		caps = []byte("{}")
+	}
+	fs, ok := member(caps, "fs")
+	if !ok || !isObject(fs) {
+		fs = []byte("{}")
+	}
+	read, _ := member(fs, "readTextFile")
+	term, _ := member(caps, "terminal")
+	p.mu.Lock()
+	p.caps = editorCaps{readTextFile: isTrue(read), terminal: isTrue(term)}
+	p.mu.Unlock()
+	fs = setMember(fs, "readTextFile", []byte("true"))
+	fs = setMember(fs, "writeTextFile", []byte("true"))
+	caps = setMember(caps, "fs", fs)
+	return setMember(line, "params", setMember(m.params, "clientCapabilities", caps))
+}
+
+// track remembers an editor request until the agent answers it, and
+// what a session request tells about the session's directories. It runs
+// before the request is forwarded, so the answer always finds it.
+func (p *proxy) track(m *message) {
+	r := &pendingRequest{id: bytes.Clone(m.id), method: m.method}
+	switch m.method {
+	case MethodSessionNew, MethodSessionFork, MethodSessionLoad, MethodSessionResume:
+		var sp struct {
+			SessionID             string   `json:"sessionId"`
+			Cwd                   string   `json:"cwd"`
+			AdditionalDirectories []string `json:"additionalDirectories"`
+		}
+		json.Unmarshal(m.params, &sp)
+		r.roots = sessionRoots(sp.Cwd, sp.AdditionalDirectories)
+		if m.method == MethodSessionLoad || m.method == MethodSessionResume {
+			// The agent may read files while loading, before it answers.
+			r.sessionID = sp.SessionID
+			r.prev = p.sessions.bind(sp.SessionID, r.roots)
+		}
+	}
+	p.mu.Lock()
+	p.pending[idKey(m.id)] = r
+	p.mu.Unlock()
+}
+
+// settle handles the agent's answer to an editor request: a new session
+// is bound to its directories, a failed load restores what it replaced.
+func (p *proxy) settle(m *message) {
+	k := idKey(m.id)
+	p.mu.Lock()
+	r := p.pending[k]
+	delete(p.pending, k)
+	p.mu.Unlock()
+	if r == nil {
+		return
+	}
+	switch r.method {
+	case MethodSessionNew, MethodSessionFork:
+		if id, ok := member(m.result, "sessionId"); ok {
+			if s, ok := jsonString(id); ok {
+				p.sessions.bind(s, r.roots)
+			}
+		}
+	case MethodSessionLoad, MethodSessionResume:
+		if m.err != nil {
+			p.sessions.restore(r.sessionID, r.prev)
+		}
+	}
+}
+
+// pendingCreations returns the directories of the session requests
+// (new, fork) the agent has not answered; an agent may read files for
+// a session before it has told its id.
+func (p *proxy) pendingCreations() [][]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out [][]string
+	for _, r := range p.pending {
+		if r.method == MethodSessionNew || r.method == MethodSessionFork {
+			out = append(out, r.roots)
+		}
+	}
+	return out
+}
+
+// session implements FS.Session.
+func (p *proxy) session(id string) (*Session, error) {
+	return p.sessions.get(id, p.pendingCreations)
+}
+
+// serve answers an fs request of the agent on its own goroutine, after
+// the fs requests that came before it.
+func (p *proxy) serve(m *message) {
+	id, method, params := bytes.Clone(m.id), m.method, bytes.Clone(m.params)
+	ctx, cancel := context.WithCancel(context.Background())
+	k := idKey(id)
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.serving[k] = cancel
+	prev := p.lastServed
+	p.lastServed = done
+	h := p.fsPlain
+	if p.caps.readTextFile {
+		h = p.fsThrough
+	}
+	p.mu.Unlock()
+	p.served.Add(1)
+	go func() {
+		defer p.served.Done()
+		defer close(done)
+		defer cancel()
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			p.respond(k, id, nil, rpcError(ctx.Err(), ""))
+			<-prev
+			return
+		}
+		buf := resultBuffers.Get().(*[]byte)
+		result, rerr := h.serve(ctx, method, params, *buf)
+		p.respond(k, id, result, rerr)
+		if rerr == nil && cap(result) <= maxPooled {
+			*buf = result[:0]
+		}
+		resultBuffers.Put(buf)
+	}()
+}
+
+// resultBuffers hold encoded results between fs requests: a read of a
+// large file would otherwise allocate (and the collector clear) its size
+// again for every request. Buffers over maxPooled are left to the
+// collector.
+var resultBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooled = 4 << 20
+
+// respond answers a served request. The request stops being one the
+// proxy serves first, so that a cancellation the agent sends after the
+// answer is passed on like any other (the editor ignores it).
+func (p *proxy) respond(k string, id, result []byte, rerr *jsonrpc2.Error) {
+	p.mu.Lock()
+	delete(p.serving, k)
+	p.mu.Unlock()
+	if rerr != nil {
+		p.agent.write(errorLine(id, rerr))
+		return
+	}
+	p.agent.write([]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result, []byte(`}`))
+}
+
+// cancelServed cancels the fs request a $/cancel_request names, when the
+// proxy is the one answering it; the editor never saw that request.
+func (p *proxy) cancelServed(params []byte) bool {
+	id, ok := member(params, "requestId")
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	cancel, ok := p.serving[idKey(id)]
+	p.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// readThrough asks the editor to read a file, with the agent's params,
+// under an id of the proxy's own.
+func (p *proxy) readThrough(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	p.mu.Lock()
+	if p.editorGone {
+		p.mu.Unlock()
+		return nil, errEditorGone
+	}
+	p.nextID++
+	id := strconv.AppendQuote(nil, p.idPrefix+strconv.FormatUint(p.nextID, 10))
+	ch := make(chan reply, 1)
+	k := idKey(id)
+	p.asked[k] = ch
+	p.mu.Unlock()
+	if err := p.editor.write([]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"method":"fs/read_text_file","params":`), params, []byte(`}`)); err != nil {
+		p.forget(k)
+		return nil, err
+	}
+	select {
+	case r, ok := <-ch:
+		switch {
+		case !ok:
+			return nil, errEditorGone
+		case r.err != nil:
+			return nil, fmt.Errorf("the editor could not read the file: %s", r.err)
+		}
+		return r.result, nil
+	case <-ctx.Done():
+		p.forget(k)
+		p.editor.write([]byte(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":`), id, []byte(`}}`))
+		return nil, ctx.Err()
+	}
+}
+
+func (p *proxy) forget(k string) {
+	p.mu.Lock()
+	delete(p.asked, k)
+	p.mu.Unlock()
+}
+
+// answerAsked delivers the editor's answer to a request of the proxy,
+// and reports whether the answer was for the proxy: a late answer to a
+// request it cancelled is dropped too, never passed to the agent.
+func (p *proxy) answerAsked(m *message) bool {
+	id, ok := jsonString(m.id)
+	if !ok || !strings.HasPrefix(id, p.idPrefix) {
+		return false
+	}
+	k := idKey(m.id)
+	p.mu.Lock()
+	ch, waiting := p.asked[k]
+	delete(p.asked, k)
+	p.mu.Unlock()
+	if waiting {
+		ch <- reply{result: bytes.Clone(m.result), err: bytes.Clone(m.err)}
+	}
+	return true
+}
+
+// terminal returns a terminal/create request with its command wrapped so
+// that it runs in the merged view of the session's workspace, when the
+// editor can run terminals and the session is known; else as it came.
+func (p *proxy) terminal(line []byte, m *message) []byte {
+	p.mu.Lock()
+	can := p.caps.terminal
+	p.mu.Unlock()
+	if p.opts.Terminal == nil || !can || !isObject(m.params) {
+		return line
+	}
+	var tp struct {
+		SessionID string `json:"sessionId"`
+		Cwd       string `json:"cwd"`
+	}
+	json.Unmarshal(m.params, &tp)
+	dir, draft, ok := p.sessions.workspaceOf(tp.SessionID, tp.Cwd, p.pendingCreations)
+	command, hasCommand := member(m.params, "command")
+	if _, isString := jsonString(command); !ok || !hasCommand || !isString {
+		return line
+	}
+	args, _ := member(m.params, "args")
+	name, prefix := p.opts.Terminal(dir, draft)
+	wrapped := []byte{'['}
+	for _, a := range prefix {
+		wrapped = appendJSONString(wrapped, []byte(a))
+		wrapped = append(wrapped, ',')
+	}
+	wrapped = append(wrapped, command...)
+	for _, a := range elements(args) {
+		wrapped = append(append(wrapped, ','), a...)
+	}
+	wrapped = append(wrapped, ']')
+	params := setMember(m.params, "command", appendJSONString(nil, []byte(name)))
+	params = setMember(params, "args", wrapped)
+	return setMember(line, "params", params)
+}
+
+// failPending answers every editor request the agent left unanswered.
+func (p *proxy) failPending(why string) {
+	p.mu.Lock()
+	rs := make([]*pendingRequest, 0, len(p.pending))
+	for k, r := range p.pending {
+		rs = append(rs, r)
+		delete(p.pending, k)
+	}
+	p.mu.Unlock()
+	for _, r := range rs {
+		p.editor.write(errorLine(r.id, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error: " + why}))
+	}
+}
+
+// stopServing cancels the fs requests still being answered and waits
+// for them.
+func (p *proxy) stopServing() {
+	p.mu.Lock()
+	for _, cancel := range p.serving {
+		cancel()
+	}
+	p.mu.Unlock()
+	p.served.Wait()
+}
+
+// errorLine is an error response; id nil means null (the id of a line
+// that could not be read).
+func errorLine(id []byte, e *jsonrpc2.Error) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		b = []byte(`{"code":-32603,"message":"Internal error"}`)
+	}
+	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	out = append(out, `,"error":`...)
+	out = append(out, b...)
+	return append(out, '}')
+}

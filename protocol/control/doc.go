@@ -1,0 +1,63 @@
+// Package control is the daemon's control socket: JSON-RPC 2.0, one
+// message per line, over a Unix socket, for editors (buffers), the
+// draftfs command line (review) and front ends in other processes (the
+// merged view). [Server] answers it over an open workspace; [Client]
+// and [Files] speak it.
+//
+// # Socket
+//
+// The socket is [SocketPath] of the workspace's state directory, mode
+// 0600 in a 0700 directory; [Server.Serve] also refuses peers of another
+// user (SO_PEERCRED). [Listen] replaces a socket left by a daemon that
+// died and refuses to start a second one ([ErrRunning]).
+//
+// # Methods
+//
+// Paths are absolute inside the workspace or relative to its root; a
+// path that leaves it, also through a symlink, is refused (-32602, data
+// kind "outside"). Results of draft/* are what `draftfs CMD --json`
+// prints.
+//
+//	initialize {clientInfo, positionEncodings?} → {serverInfo, positionEncoding, workspace, draft, mount?}
+//	buffer/didOpen {path, version, text}
+//	buffer/didChange {path, version, text} | {path, version, changes: [{range?, text}], length?} → {applied}
+//	buffer/didSave {path}, buffer/didClose {path}, buffer/list → [{path, version, dirty, size}]
+//	draft/status {paths?} → [{path, change, from?, conflict}]
+//	draft/diff {paths?} → [{path, from?, change, binary, added, deleted, patch}]
+//	draft/read {path} → {path, text} | {path, data (base64), binary: true}
+//	draft/commit {paths?, force?, dryRun?, progress?} → {id, applied, merged?, conflicts?}
+//	draft/discard {paths} | {all: true} → {paths}
+//	draft/undo → {id, paths}
+//	draft/log → [{time, op, path?, from?, paths?, source}]
+//	draft/mount → {mount}
+//	fs/resolve, fs/stat, fs/lstat, fs/readDir, fs/readFile, fs/writeFile,
+//	fs/mkdirAll, fs/remove, fs/removeAll, fs/rename, fs/discard: see [Files]
+//
+// Every draft/* and fs/* method takes an optional "draft" (default: the
+// daemon's); fs/* take a "source" ("acp", "mcp") that the draft's log
+// records. Buffer methods of one connection apply in arrival order; the
+// others of a connection may run concurrently. Buffer methods may be
+// sent as notifications; when one fails the daemon sends buffer/resync
+// {path, message}: the client should send the full text.
+//
+// After initialize a connection receives draft/didChange {draft, path,
+// change, from?, source}, draft/didCommit {draft, paths} and
+// draft/didDiscard {draft, paths} (absolute paths). A client that falls
+// more than 1024 notifications behind loses them and gets one
+// draft/didChange with "overflow": true instead: it must treat every
+// path as changed. A client that does not take a message for a minute is
+// disconnected. A commit with progress: true also sends
+// draft/commitProgress {done, total} to its caller.
+//
+// # Errors
+//
+// Lines that are not UTF-8 JSON get -32700; JSON that is not a request,
+// a batch, or a message over [MaxMessage] bytes gets -32600; an unknown
+// method -32601; missing or mistyped params, text with a lone UTF-16
+// surrogate, a path outside the workspace -32602. The connection stays
+// open. Refusals are [CodeRefused] (conflicts, with the commit's report
+// in data.result; nothing to undo; disk changed since the commit), a
+// missing file or buffer [CodeNotFound], buffer drift [CodeResync], other
+// file errors [CodeFileSystem] with data.errno. The [Client] turns them
+// back into the engine's errors (see [Error]).
+package control

@@ -1,0 +1,161 @@
+package control
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/files"
+)
+
+// Files is files.Files over a daemon's control socket (the fs/* methods),
+// for front ends in another process than the daemon owning the
+// workspace. Errors unwrap as files.Local's do: errors.Is(err,
+// fs.ErrNotExist), overlay.Errno(err), files.ErrTooLarge.
+type Files struct {
+	c      *Client        // read only
+	root   string         // read only
+	draft  string         // read only
+	source overlay.Source // read only
+}
+
+var _ files.Files = (*Files)(nil)
+
+// NewFiles initializes c (so the daemon sends the changes Watch reports)
+// and returns the merged view of draft ("": the daemon's), logging
+// changes as src.
+func NewFiles(c *Client, draft string, src overlay.Source) (*Files, error) {
+	res, err := c.Initialize(InitializeParams{ClientInfo: Implementation{Name: "draftfs " + string(src)}})
+	if err != nil {
+		return nil, err
+	}
+	if draft == "" {
+		draft = res.Draft
+	}
+	return &Files{c: c, root: res.Workspace, draft: draft, source: src}, nil
+}
+
+func (f *Files) call(method string, params, result any) error {
+	return f.c.Call(context.Background(), method, params, result)
+}
+
+func (f *Files) params(key string) FsParams {
+	return FsParams{Draft: f.draft, Source: string(f.source), Path: key}
+}
+
+// Root implements files.Files.
+func (f *Files) Root() string { return f.root }
+
+// Resolve implements files.Files.
+func (f *Files) Resolve(path string) (string, error) {
+	var res KeyResult
+	err := f.call("fs/resolve", f.params(path), &res)
+	return res.Key, err
+}
+
+// Stat implements files.Files.
+func (f *Files) Stat(key string) (files.Info, error) {
+	var res files.Info
+	err := f.call("fs/stat", f.params(key), &res)
+	return res, err
+}
+
+// Lstat implements files.Files.
+func (f *Files) Lstat(key string) (files.Info, error) {
+	var res files.Info
+	err := f.call("fs/lstat", f.params(key), &res)
+	return res, err
+}
+
+// ReadDir implements files.Files.
+func (f *Files) ReadDir(key string) ([]files.Info, error) {
+	var res []files.Info
+	err := f.call("fs/readDir", f.params(key), &res)
+	return res, err
+}
+
+// ReadFile implements files.Files.
+func (f *Files) ReadFile(key string, limit int64) ([]byte, error) {
+	var res DataResult
+	err := f.call("fs/readFile", FsReadParams{FsParams: f.params(key), Limit: limit}, &res)
+	if err != nil {
+		return nil, err
+	}
+	if res.Data == nil {
+		res.Data = []byte{}
+	}
+	return res.Data, nil
+}
+
+// WriteFile implements files.Files. Files whose base64 text does not
+// fit a message (MaxMessage: about 48 MiB of data) are refused with
+// files.ErrTooLarge without sending them.
+func (f *Files) WriteFile(key string, data []byte, perm fs.FileMode) error {
+	if base64.StdEncoding.EncodedLen(len(data))+len(key)+1024 > MaxMessage {
+		return fmt.Errorf("write %s: %d bytes do not fit a control message (%d MiB): %w", key, len(data), MaxMessage>>20, files.ErrTooLarge)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return f.call("fs/writeFile", FsWriteParams{FsParams: f.params(key), Data: data, Mode: uint32(perm.Perm())}, nil)
+}
+
+// MkdirAll implements files.Files.
+func (f *Files) MkdirAll(key string) error { return f.call("fs/mkdirAll", f.params(key), nil) }
+
+// Remove implements files.Files.
+func (f *Files) Remove(key string) error { return f.call("fs/remove", f.params(key), nil) }
+
+// RemoveAll implements files.Files.
+func (f *Files) RemoveAll(key string) error { return f.call("fs/removeAll", f.params(key), nil) }
+
+// Rename implements files.Files.
+func (f *Files) Rename(from, to string) error {
+	return f.call("fs/rename", FsRenameParams{Draft: f.draft, Source: string(f.source), From: from, To: to}, nil)
+}
+
+// Discard implements files.Files.
+func (f *Files) Discard(keys []string) error {
+	return f.call("fs/discard", FsDiscardParams{Draft: f.draft, Source: string(f.source), Paths: keys, All: keys == nil}, nil)
+}
+
+// Status implements files.Files.
+func (f *Files) Status(keys ...string) ([]overlay.StatusEntry, error) {
+	return f.c.Status(PathsParams{Draft: f.draft, Paths: keys})
+}
+
+// Diff implements files.Files.
+func (f *Files) Diff(keys ...string) ([]overlay.FileDiff, error) {
+	return f.c.Diff(PathsParams{Draft: f.draft, Paths: keys})
+}
+
+// Watch implements files.Files: changes to this draft's merged view,
+// including its buffers and disk; an overflow reports the root ("").
+func (f *Files) Watch(fn func(key string)) (stop func()) {
+	return f.c.Watch(func(n ChangeNotice) {
+		if n.Draft != "" && n.Draft != f.draft {
+			return
+		}
+		if n.Overflow {
+			fn("")
+			return
+		}
+		if n.From != "" {
+			fn(f.keyOf(n.From))
+		}
+		fn(f.keyOf(n.Path))
+	})
+}
+
+// keyOf turns an absolute path from a notification into a key.
+func (f *Files) keyOf(p string) string {
+	rel, err := filepath.Rel(f.root, p)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}

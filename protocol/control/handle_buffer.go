@@ -1,0 +1,194 @@
+package control
+
+import (
+	"context"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/draftfs/draftfs/buffers"
+)
+
+// method is one method of the protocol.
+type method struct {
+	fn func(cn *conn, ctx context.Context, req *jsonrpc2.Request) (any, error)
+	// ordered methods run one at a time in arrival order.
+	ordered bool
+	// buffer methods change a buffer: when one sent as a notification
+	// fails, the client is asked for the full text (buffer/resync).
+	buffer bool
+}
+
+// methods is the protocol; set in init, as handlers refer to it.
+var methods map[string]method
+
+func init() {
+	methods = map[string]method{
+		"initialize":       {fn: (*conn).initialize, ordered: true},
+		"buffer/didOpen":   {fn: (*conn).didOpen, ordered: true, buffer: true},
+		"buffer/didChange": {fn: (*conn).didChange, ordered: true, buffer: true},
+		"buffer/didSave":   {fn: (*conn).didSave, ordered: true, buffer: true},
+		"buffer/didClose":  {fn: (*conn).didClose, ordered: true, buffer: true},
+		"buffer/list":      {fn: (*conn).bufferList},
+		"draft/status":     {fn: (*conn).status},
+		"draft/diff":       {fn: (*conn).diff},
+		"draft/read":       {fn: (*conn).read},
+		"draft/commit":     {fn: (*conn).commit},
+		"draft/discard":    {fn: (*conn).discard},
+		"draft/undo":       {fn: (*conn).undo},
+		"draft/log":        {fn: (*conn).log},
+		"draft/mount":      {fn: (*conn).mount},
+		"fs/resolve":       {fn: (*conn).fsResolve},
+		"fs/stat":          {fn: (*conn).fsStat},
+		"fs/lstat":         {fn: (*conn).fsLstat},
+		"fs/readDir":       {fn: (*conn).fsReadDir},
+		"fs/readFile":      {fn: (*conn).fsReadFile},
+		"fs/writeFile":     {fn: (*conn).fsWriteFile},
+		"fs/mkdirAll":      {fn: (*conn).fsMkdirAll},
+		"fs/remove":        {fn: (*conn).fsRemove},
+		"fs/removeAll":     {fn: (*conn).fsRemoveAll},
+		"fs/rename":        {fn: (*conn).fsRename},
+		"fs/discard":       {fn: (*conn).fsDiscard},
+	}
+}
+
+func (cn *conn) initialize(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p InitializeParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	name := "utf-16"
+	if len(p.PositionEncodings) > 0 {
+		name = ""
+		for _, e := range p.PositionEncodings {
+			if _, ok := positionEncoding(e); ok {
+				name = e
+				break
+			}
+		}
+		if name == "" {
+			return nil, invalidParams(`initialize: none of the position encodings %q is supported: offer "utf-8" or "utf-16"`, p.PositionEncodings)
+		}
+	}
+	cn.enc, _ = positionEncoding(name)
+	cn.subscribed.Store(true)
+	res := InitializeResult{
+		ServerInfo:       Implementation{Name: "draftfs", Version: cn.s.opts.Version},
+		PositionEncoding: name,
+		Workspace:        cn.s.ws.Root(),
+		Draft:            cn.s.opts.Draft,
+	}
+	if cn.s.opts.Mountpoint != nil {
+		res.Mount = cn.s.opts.Mountpoint(cn.s.opts.Draft)
+	}
+	return res, nil
+}
+
+// bufferKey maps an editor's path to the buffer's key: symlinks are
+// followed, as the buffer holds the text of the file the path names.
+func (s *Server) bufferKey(p string) (string, error) {
+	d, err := s.ws.Draft(s.opts.Draft)
+	if err != nil {
+		return "", err
+	}
+	key, err := d.Resolve(p)
+	if err != nil {
+		return "", err
+	}
+	if key == "" {
+		return "", invalidParams("%q is the workspace itself, not a file", p)
+	}
+	return key, nil
+}
+
+func (cn *conn) didOpen(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p DidOpenParams
+	if err := decode(req, &p, "path", "version", "text"); err != nil {
+		return nil, err
+	}
+	key, err := cn.s.bufferKey(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, cn.s.ws.Buffers().Open(key, p.Version, []byte(p.Text))
+}
+
+func (cn *conn) didChange(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p DidChangeParams
+	if err := decode(req, &p, "path", "version"); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.Text != nil && p.Changes != nil:
+		return nil, invalidParams(`buffer/didChange: give "text" or "changes", not both`)
+	case p.Text == nil && p.Changes == nil:
+		return nil, invalidParams(`buffer/didChange: give "text" (the full text) or "changes" (ranges)`)
+	case p.Length != nil && *p.Length < 0:
+		return nil, invalidParams(`buffer/didChange: "length" must not be negative`)
+	}
+	key, err := cn.s.bufferKey(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	bufs := cn.s.ws.Buffers()
+	if p.Text == nil && len(p.Changes) == 1 && p.Changes[0].Range == nil {
+		p.Text = &p.Changes[0].Text
+	}
+	var applied bool
+	if p.Text != nil {
+		if p.Length != nil && int64(len(*p.Text)) != *p.Length {
+			return nil, invalidParams(`buffer/didChange: "length" is %d but the text has %d bytes`, *p.Length, len(*p.Text))
+		}
+		applied, err = bufs.Replace(key, p.Version, []byte(*p.Text))
+		return DidChangeResult{Applied: applied}, err
+	}
+	edits := make([]buffers.Edit, len(p.Changes))
+	for i, c := range p.Changes {
+		if c.Range == nil {
+			return nil, invalidParams(`buffer/didChange: change %d has no "range": a full-text change must be the only one`, i)
+		}
+		edits[i] = buffers.Edit{
+			Range: buffers.Range{
+				Start: buffers.Position{Line: c.Range.Start.Line, Character: c.Range.Start.Character},
+				End:   buffers.Position{Line: c.Range.End.Line, Character: c.Range.End.Character},
+			},
+			Text: c.Text,
+		}
+	}
+	length := int64(-1)
+	if p.Length != nil {
+		length = *p.Length
+	}
+	applied, err = bufs.Edit(key, p.Version, cn.enc, edits, length)
+	return DidChangeResult{Applied: applied}, err
+}
+
+func (cn *conn) didSave(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p BufferParams
+	if err := decode(req, &p, "path"); err != nil {
+		return nil, err
+	}
+	key, err := cn.s.bufferKey(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, cn.s.ws.Buffers().Save(key)
+}
+
+func (cn *conn) didClose(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p BufferParams
+	if err := decode(req, &p, "path"); err != nil {
+		return nil, err
+	}
+	key, err := cn.s.bufferKey(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, cn.s.ws.Buffers().Close(key)
+}
+
+func (cn *conn) bufferList(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	if err := decode(req, &struct{}{}); err != nil {
+		return nil, err
+	}
+	return cn.s.ws.Buffers().List(), nil
+}

@@ -1,0 +1,306 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/files"
+)
+
+// readLimit bounds draft/read: the answer must fit what a client reads.
+const readLimit = maxClientMessage / 2
+
+// progressEvery is how often a running commit reports progress.
+const progressEvery = 100 * time.Millisecond
+
+func (s *Server) draft(name string) (*overlay.Draft, error) {
+	if name == "" {
+		name = s.opts.Draft
+	}
+	return s.ws.Draft(name)
+}
+
+// name maps a path that names a draft entry to its key: symlinks in its
+// directories are followed, the last element is not, so a symlink the
+// agent made can itself be reviewed and discarded.
+func (s *Server) name(d *overlay.Draft, p string) (string, error) {
+	key, err := s.key(p)
+	if err != nil {
+		return "", err
+	}
+	dir, base := path.Split(key)
+	if dir == "" {
+		return key, nil
+	}
+	rdir, err := d.Resolve(dir)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(rdir, base), nil
+}
+
+func (s *Server) names(d *overlay.Draft, paths []string) ([]string, error) {
+	keys := make([]string, 0, len(paths))
+	for _, p := range paths {
+		k, err := s.name(d, p)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// withChanges refuses keys at which the draft has no changes: a
+// mistyped path must not pass for a commit or discard of nothing.
+func withChanges(d *overlay.Draft, keys []string) error {
+	for _, k := range keys {
+		st, err := d.Status(k)
+		if err != nil {
+			return err
+		}
+		if len(st) == 0 {
+			if k == "" {
+				return fmt.Errorf("the draft has no changes: %w", errNoChanges)
+			}
+			return fmt.Errorf("no draft changes at %q (draftfs status lists them): %w", k, errNoChanges)
+		}
+	}
+	return nil
+}
+
+// pathsOf decodes PathsParams and maps them to keys of their draft.
+func (cn *conn) pathsOf(req *jsonrpc2.Request) (*overlay.Draft, []string, error) {
+	var p PathsParams
+	if err := decode(req, &p); err != nil {
+		return nil, nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := cn.s.names(d, p.Paths)
+	return d, keys, err
+}
+
+func (cn *conn) status(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	d, keys, err := cn.pathsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	return d.Status(keys...)
+}
+
+func (cn *conn) diff(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	d, keys, err := cn.pathsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	diffs, err := d.Diff(keys...)
+	if diffs == nil && err == nil {
+		diffs = []overlay.FileDiff{}
+	}
+	return diffs, err
+}
+
+func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p ReadParams
+	if err := decode(req, &p, "path"); err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	key, err := d.Resolve(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := files.NewLocal(d, overlay.SourceCLI).ReadFile(key, readLimit)
+	if err != nil {
+		return nil, err
+	}
+	if utf8.Valid(b) {
+		return ReadResult{Path: key, Text: string(b)}, nil
+	}
+	return ReadResult{Path: key, Data: b, Binary: true}, nil
+}
+
+func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p CommitParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	src, err := sourceOf(p.Source, overlay.SourceCLI)
+	if err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := cn.s.names(d, p.Paths)
+	if err != nil {
+		return nil, err
+	}
+	if err := withChanges(d, keys); err != nil {
+		return nil, err
+	}
+	opts := overlay.CommitOptions{Keys: keys, Force: p.Force, DryRun: p.DryRun, Source: src}
+	if len(keys) == 0 {
+		opts.Keys = nil
+	}
+	if p.Progress && !p.DryRun {
+		stop := cn.reportProgress(&opts)
+		defer stop()
+	}
+	res, err := d.Commit(opts)
+	if err != nil {
+		if errors.Is(err, overlay.ErrConflict) && res != nil {
+			return nil, &refusal{err: err, result: res}
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// reportProgress makes a commit send draft/commitProgress to this
+// client: every progressEvery while it runs and once at the end, before
+// the answer. The engine's callback runs with the draft locked, so it
+// only records; a goroutine sends.
+func (cn *conn) reportProgress(opts *overlay.CommitOptions) (stop func()) {
+	var done, total atomic.Int64
+	opts.Progress = func(d, t int) {
+		done.Store(int64(d))
+		total.Store(int64(t))
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		var sent int64 = -1
+		send := func() {
+			if d := done.Load(); d != sent && total.Load() > 0 {
+				sent = d
+				cn.rpc.Notify(cn.s.ctx, "draft/commitProgress", ProgressParams{Done: int(d), Total: int(total.Load())})
+			}
+		}
+		for {
+			select {
+			case <-t.C:
+				send()
+			case <-quit:
+				send()
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+func (cn *conn) discard(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p DiscardParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.All && len(p.Paths) > 0:
+		return nil, invalidParams(`draft/discard: give "paths" or "all": true, not both`)
+	case !p.All && len(p.Paths) == 0:
+		return nil, invalidParams(`draft/discard: give "paths" to discard, or "all": true`)
+	}
+	src, err := sourceOf(p.Source, overlay.SourceCLI)
+	if err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	if !p.All {
+		if keys, err = cn.s.names(d, p.Paths); err != nil {
+			return nil, err
+		}
+		if err := withChanges(d, keys); err != nil {
+			return nil, err
+		}
+	}
+	dropped, err := d.Discard(keys, src)
+	if err != nil {
+		return nil, err
+	}
+	if dropped == nil {
+		dropped = []string{}
+	}
+	return PathsResult{Paths: dropped}, nil
+}
+
+func (cn *conn) undo(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p SourceParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	src, err := sourceOf(p.Source, overlay.SourceCLI)
+	if err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	return d.Undo(src)
+}
+
+func (cn *conn) log(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p DraftParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := d.Log()
+	if entries == nil && err == nil {
+		entries = []overlay.LogEntry{}
+	}
+	return entries, err
+}
+
+func (cn *conn) mount(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p DraftParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	if cn.s.opts.Mount == nil {
+		return nil, errors.New("this draftfs process cannot mount: start one with `draftfs serve`")
+	}
+	name := p.Draft
+	if name == "" {
+		name = cn.s.opts.Draft
+	}
+	if _, err := cn.s.ws.Draft(name); err != nil {
+		return nil, err
+	}
+	dir, err := cn.s.opts.Mount(name)
+	if err != nil {
+		return nil, err
+	}
+	return MountResult{Mount: dir}, nil
+}

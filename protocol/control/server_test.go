@@ -1,0 +1,448 @@
+package control
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/draftfs/draftfs/buffers"
+	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/files"
+)
+
+// TestBufferOrder sends a thousand incremental changes as notifications
+// and checks they applied in order.
+func TestBufferOrder(t *testing.T) {
+	e := newEnv(t)
+	r := e.raw(t)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t"},"positionEncodings":["utf-8"]}}`)
+	if m := r.answer(); m.Error != nil || !strings.Contains(string(m.Result), `"positionEncoding":"utf-8"`) {
+		t.Fatalf("initialize: %s %+v", m.Result, m.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"buffer/didOpen","params":{"path":"f.txt","version":1,"text":""}}`)
+	var want strings.Builder
+	for i := 2; i <= 1001; i++ {
+		ch := string(rune('a' + i%26))
+		want.WriteString(ch)
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"buffer/didChange","params":{"path":"%s/f.txt","version":%d,"changes":[{"range":{"start":{"line":0,"character":%d},"end":{"line":0,"character":%d}},"text":"%s"}],"length":%d}}`,
+			e.root, i, i-2, i-2, ch, i-1))
+	}
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"draft/read","params":{"path":"f.txt"}}`)
+	m := r.answer()
+	var res ReadResult
+	if err := json.Unmarshal(m.Result, &res); err != nil || res.Text != want.String() {
+		t.Fatalf("read %q (%v), want %q", res.Text, m.Error, want.String())
+	}
+	if snap, _ := e.ws.Buffers().Get("f.txt"); snap.Version != 1001 {
+		t.Fatalf("version %d", snap.Version)
+	}
+}
+
+// TestBufferEncodings: ranges count UTF-16 units unless UTF-8 was
+// negotiated.
+func TestBufferEncodings(t *testing.T) {
+	for _, enc := range []string{"utf-16", "utf-8"} {
+		t.Run(enc, func(t *testing.T) {
+			e := newEnv(t)
+			c := e.client(t)
+			if res, err := c.Initialize(InitializeParams{PositionEncodings: []string{enc}}); err != nil || res.PositionEncoding != enc {
+				t.Fatalf("initialize: %+v %v", res, err)
+			}
+			if err := c.OpenBuffer(DidOpenParams{Path: "u.txt", Version: 1, Text: "😀x\n"}); err != nil {
+				t.Fatal(err)
+			}
+			at := 2 // after the emoji, in UTF-16 units
+			if enc == "utf-8" {
+				at = 4
+			}
+			ok, err := c.ChangeBuffer(DidChangeParams{Path: "u.txt", Version: 2, Changes: []TextChange{{
+				Range: &Range{Start: Position{0, at}, End: Position{0, at + 1}}, Text: "y"}}})
+			if err != nil || !ok {
+				t.Fatalf("change: %v %v", ok, err)
+			}
+			if snap, _ := e.ws.Buffers().Get("u.txt"); string(snap.Text) != "😀y\n" {
+				t.Fatalf("text %q", snap.Text)
+			}
+		})
+	}
+}
+
+func TestBufferResync(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	if err := c.OpenBuffer(DidOpenParams{Path: "a", Version: 1, Text: "abc"}); err != nil {
+		t.Fatal(err)
+	}
+	length := int64(99)
+	_, err := c.ChangeBuffer(DidChangeParams{Path: "a", Version: 2, Length: &length,
+		Changes: []TextChange{{Range: &Range{End: Position{0, 1}}, Text: ""}}})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Code != CodeResync || !errors.Is(err, buffers.ErrResync) {
+		t.Fatalf("got %v, want a resync error", err)
+	}
+	if ok, err := c.ChangeBuffer(DidChangeParams{Path: "a", Version: 1, Text: ptr("stale")}); ok || err != nil {
+		t.Fatalf("stale version: applied %v, %v", ok, err)
+	}
+	_, err = c.ChangeBuffer(DidChangeParams{Path: "a", Version: 3, Changes: []TextChange{{Range: &Range{Start: Position{0, 2}, End: Position{0, 1}}}}})
+	if !errors.Is(err, buffers.ErrBadRange) {
+		t.Fatalf("backwards range: %v", err)
+	}
+	if snap, _ := e.ws.Buffers().Get("a"); string(snap.Text) != "abc" || snap.Version != 1 {
+		t.Fatalf("buffer changed: %q v%d", snap.Text, snap.Version)
+	}
+
+	// Sent as a notification, the failure comes back as buffer/resync.
+	r := e.raw(t)
+	r.send(`{"jsonrpc":"2.0","method":"buffer/didChange","params":{"path":"a","version":5,"changes":[{"range":{"start":{"line":0,"character":0},"end":{"line":0,"character":0}},"text":"z"}],"length":1}}`)
+	m := r.next()
+	if m.Method != "buffer/resync" || !strings.Contains(string(m.Params), `"path":"a"`) {
+		t.Fatalf("got %s %s, want buffer/resync", m.Method, m.Params)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestReview runs the review workflow through a Client.
+func TestReview(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, "keep.txt", "one\ntwo\n")
+	c := e.client(t)
+	f, err := NewFiles(c, "", overlay.SourceMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Root() != e.root {
+		t.Fatalf("root %q, want %q", f.Root(), e.root)
+	}
+	must(t, f.WriteFile("keep.txt", []byte("one\nTWO\n"), 0o644))
+	must(t, f.WriteFile("new/file.txt", []byte("hi\n"), 0o600))
+	must(t, f.WriteFile("bin", []byte{0, 1, 2}, 0o644))
+
+	st, err := c.Status(PathsParams{})
+	must(t, err)
+	got := fmt.Sprint(st)
+	want := "[{bin added  false} {keep.txt modified  false} {new/ added  false} {new/file.txt added  false}]"
+	if got != want && got != "[{bin added  false} {keep.txt modified  false} {new/file.txt added  false}]" {
+		t.Fatalf("status %s", got)
+	}
+	diffs, err := c.Diff(PathsParams{Paths: []string{filepath.Join(e.root, "keep.txt")}})
+	must(t, err)
+	if len(diffs) != 1 || !strings.Contains(diffs[0].Patch, "-two\n+TWO\n") {
+		t.Fatalf("diff %+v", diffs)
+	}
+	diffs, err = c.Diff(PathsParams{Paths: []string{"bin"}})
+	must(t, err)
+	if len(diffs) != 1 || !diffs[0].Binary || !strings.Contains(diffs[0].Patch, "Binary files") {
+		t.Fatalf("binary diff %+v", diffs)
+	}
+
+	dry, err := c.Commit(CommitParams{DryRun: true}, nil)
+	must(t, err)
+	if !dry.DryRun || len(dry.Applied) < 3 {
+		t.Fatalf("dry run %+v", dry)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "keep.txt")); string(b) != "one\ntwo\n" {
+		t.Fatal("dry run wrote the disk")
+	}
+	var progress [][2]int
+	res, err := c.Commit(CommitParams{Paths: []string{"keep.txt", "new"}}, func(d, n int) { progress = append(progress, [2]int{d, n}) })
+	must(t, err)
+	if res.ID == 0 || len(progress) == 0 || progress[len(progress)-1][0] != progress[len(progress)-1][1] {
+		t.Fatalf("commit %+v, progress %v", res, progress)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "keep.txt")); string(b) != "one\nTWO\n" {
+		t.Fatalf("disk after commit: %q", b)
+	}
+	st, _ = c.Status(PathsParams{})
+	if len(st) != 1 || st[0].Path != "bin" {
+		t.Fatalf("status after commit %+v", st)
+	}
+	u, err := c.Undo(SourceParams{})
+	must(t, err)
+	if u.ID != res.ID {
+		t.Fatalf("undo %+v", u)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "keep.txt")); string(b) != "one\ntwo\n" {
+		t.Fatalf("disk after undo: %q", b)
+	}
+	if _, err := c.Undo(SourceParams{}); !errors.Is(err, overlay.ErrNothingToUndo) {
+		t.Fatalf("second undo: %v", err)
+	}
+	dropped, err := c.Discard(DiscardParams{Paths: []string{"bin"}})
+	must(t, err)
+	if fmt.Sprint(dropped) != "[bin]" {
+		t.Fatalf("discard %v", dropped)
+	}
+	log, err := c.Log(DraftParams{})
+	must(t, err)
+	var ops []string
+	for _, l := range log {
+		ops = append(ops, l.Op+":"+string(l.Source))
+	}
+	if s := strings.Join(ops, " "); !strings.Contains(s, ":mcp") || !strings.Contains(s, "commit:cli") || !strings.Contains(s, "discard:cli") {
+		t.Fatalf("log %s", s)
+	}
+}
+
+// TestConflict: a refused commit comes back with its report and the
+// engine's error.
+func TestConflict(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, "c.txt", "base\n")
+	c := e.client(t)
+	f, err := NewFiles(c, "", overlay.SourceACP)
+	must(t, err)
+	must(t, f.WriteFile("c.txt", []byte("agent\n"), 0o644))
+	time.Sleep(10 * time.Millisecond) // a new mtime on coarse clocks
+	e.write(t, "c.txt", "user\n")
+	st, err := c.Status(PathsParams{})
+	must(t, err)
+	if len(st) != 1 || !st[0].Conflict {
+		t.Fatalf("status %+v", st)
+	}
+	res, err := c.Commit(CommitParams{}, nil)
+	if !errors.Is(err, overlay.ErrConflict) || res == nil || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "c.txt" {
+		t.Fatalf("commit: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "c.txt")); string(b) != "user\n" {
+		t.Fatalf("refused commit wrote %q", b)
+	}
+	if _, err := c.Commit(CommitParams{Force: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "c.txt")); string(b) != "agent\n" {
+		t.Fatalf("forced commit wrote %q", b)
+	}
+}
+
+// TestFilesParity runs the same operations on files.Local and on
+// control.Files and expects the same results and errors.
+func TestFilesParity(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, "dir/a.txt", "a\n")
+	e.write(t, "dir/b.txt", "b\n")
+	must(t, os.Symlink("/etc", filepath.Join(e.root, "out")))
+	must(t, os.Symlink("dir", filepath.Join(e.root, "in")))
+	d, err := e.ws.Draft("")
+	must(t, err)
+	local := files.NewLocal(d, overlay.SourceMCP)
+	remote, err := NewFiles(e.client(t), "", overlay.SourceMCP)
+	must(t, err)
+
+	type step func(f files.Files) string
+	show := func(v any, err error) string {
+		if err != nil {
+			return fmt.Sprintf("error errno=%d notexist=%v outside=%v toolarge=%v",
+				overlay.Errno(err), errors.Is(err, fs.ErrNotExist), errors.Is(err, overlay.ErrOutside), errors.Is(err, files.ErrTooLarge))
+		}
+		switch i := v.(type) { // mtimes differ between the two runs
+		case files.Info:
+			i.ModTime = time.Time{}
+			v = i
+		case []files.Info:
+			for k := range i {
+				i[k].ModTime = time.Time{}
+			}
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	steps := []step{
+		func(f files.Files) string { return show(f.Resolve("in/a.txt")) },
+		func(f files.Files) string { return show(f.Resolve(e.root + "/dir/../dir/a.txt")) },
+		func(f files.Files) string { return show(f.Resolve("out/passwd")) },
+		func(f files.Files) string { return show(f.Resolve("../x")) },
+		func(f files.Files) string { return show(f.Resolve("")) },
+		func(f files.Files) string { return show(f.Stat("dir/a.txt")) },
+		func(f files.Files) string { return show(f.Stat("")) },
+		func(f files.Files) string { return show(f.Lstat("in")) },
+		func(f files.Files) string { return show(f.Stat("nope")) },
+		func(f files.Files) string { return show(f.ReadDir("dir")) },
+		func(f files.Files) string { return show(f.ReadDir("dir/a.txt")) },
+		func(f files.Files) string { return show(f.ReadFile("dir/a.txt", 0)) },
+		func(f files.Files) string { return show(f.ReadFile("dir/a.txt", 1)) },
+		func(f files.Files) string { return show(f.ReadFile("dir", 0)) },
+		func(f files.Files) string { return show(0, f.WriteFile("dir/c.txt", []byte("c"), 0o600)) },
+		func(f files.Files) string { return show(f.Stat("dir/c.txt")) },
+		func(f files.Files) string { return show(0, f.WriteFile("dir/a.txt/x", nil, 0o644)) },
+		func(f files.Files) string { return show(0, f.MkdirAll("x/y/z")) },
+		func(f files.Files) string { return show(0, f.Remove("dir")) },
+		func(f files.Files) string { return show(0, f.Remove("dir/b.txt")) },
+		func(f files.Files) string { return show(0, f.Rename("dir/c.txt", "x/c.txt")) },
+		func(f files.Files) string { return show(0, f.Rename("nope", "x/nope")) },
+		func(f files.Files) string { return show(f.Status()) },
+		func(f files.Files) string { return show(f.Status("x")) },
+		func(f files.Files) string { return show(f.Diff("dir")) },
+		func(f files.Files) string { return show(0, f.Discard([]string{"dir/b.txt"})) },
+		func(f files.Files) string { return show(0, f.RemoveAll("x")) },
+		func(f files.Files) string { return show(f.Status()) },
+		func(f files.Files) string { return show(0, f.Discard(nil)) },
+		func(f files.Files) string { return show(f.Status()) },
+	}
+	// Run each step on one side, undo its effect by discarding, run it
+	// on the other: both must see the same draft.
+	for i, s := range steps {
+		want := s(local)
+		if _, err := d.Discard(nil, overlay.SourceCLI); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < i; j++ {
+			steps[j](local)
+		}
+		got := s(remote)
+		if got != want {
+			t.Errorf("step %d: remote %s, local %s", i, got, want)
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNotifications: initialized clients hear about changes, commits
+// and discards, with absolute paths.
+func TestNotifications(t *testing.T) {
+	e := newEnv(t)
+	listener := e.client(t)
+	if _, err := listener.Initialize(InitializeParams{}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	listener.Watch(func(n ChangeNotice) {
+		mu.Lock()
+		seen = append(seen, n.Change+" "+n.Path)
+		mu.Unlock()
+	})
+	f, err := NewFiles(e.client(t), "", overlay.SourceMCP)
+	must(t, err)
+	must(t, f.WriteFile("n.txt", []byte("x"), 0o644))
+	c := e.client(t)
+	_, err = c.Commit(CommitParams{}, nil)
+	must(t, err)
+	must(t, f.WriteFile("m.txt", []byte("x"), 0o644))
+	_, err = c.Discard(DiscardParams{All: true})
+	must(t, err)
+	want := []string{"commit " + filepath.Join(e.root, "n.txt"), "discard " + filepath.Join(e.root, "m.txt")}
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		s := strings.Join(seen, "\n")
+		return strings.Contains(s, want[0]) && strings.Contains(s, want[1])
+	}, func() string { return fmt.Sprint(seen) })
+
+	// Watch through Files reports keys.
+	keys := make(chan string, 100)
+	stop := f.Watch(func(k string) { keys <- k })
+	defer stop()
+	must(t, f.WriteFile("w/k.txt", []byte("x"), 0o644))
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case k := <-keys:
+			if k == "w/k.txt" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no change reported for w/k.txt")
+		}
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool, what func() string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Fatalf("timed out; have %s", what())
+}
+
+// TestSlowClient: a subscribed client that reads nothing neither blocks
+// the daemon nor grows its memory; when it reads again it learns that it
+// lost notifications.
+func TestSlowClient(t *testing.T) {
+	e := newEnv(t)
+	slow := e.raw(t)
+	slow.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	slow.answer()
+	f, err := NewFiles(e.client(t), "", overlay.SourceMCP)
+	must(t, err)
+	done := make(chan error)
+	go func() {
+		for i := 0; i < 3*noticeQueue; i++ {
+			if err := f.WriteFile(fmt.Sprintf("f%d", i), []byte("x"), 0o644); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("writes stalled behind a client that does not read")
+	}
+	time.Sleep(100 * time.Millisecond) // let the fan-out catch up
+	for i := 0; ; i++ {
+		m := slow.next()
+		if strings.Contains(string(m.Params), `"overflow":true`) {
+			break
+		}
+		if i > 4*noticeQueue {
+			t.Fatal("no overflow notice")
+		}
+	}
+	slow.send(`{"jsonrpc":"2.0","id":2,"method":"buffer/list"}`)
+	if m := slow.answer(); m.Error != nil {
+		t.Fatalf("the slow client's connection broke: %+v", m.Error)
+	}
+}
+
+// TestErrorMapping: engine errors cross the wire and come back as the
+// same errors.
+func TestErrorMapping(t *testing.T) {
+	for _, err := range []error{
+		overlay.ErrConflict, overlay.ErrNothingToUndo, overlay.ErrDiskChanged, overlay.ErrOutside,
+		overlay.ErrCorrupt, buffers.ErrNotOpen, buffers.ErrResync, buffers.ErrBadRange, files.ErrTooLarge,
+		&fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT},
+		&fs.PathError{Op: "rmdir", Path: "/x", Err: syscall.ENOTEMPTY},
+		fmt.Errorf("wrapped: %w", fs.ErrExist),
+	} {
+		back := fromRPC(toRPC(fmt.Errorf("ctx: %w", err)))
+		var target error = err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			target = pe.Err
+		}
+		if errors.Is(err, fs.ErrExist) {
+			target = fs.ErrExist
+		}
+		if !errors.Is(back, target) {
+			t.Errorf("%v came back as %v (%#v)", err, back, back)
+		}
+		if target != err && overlay.Errno(back) != overlay.Errno(err) {
+			t.Errorf("%v: errno %v, want %v", err, overlay.Errno(back), overlay.Errno(err))
+		}
+	}
+	if e := toRPC(errors.New("boom")); e.Code != -32603 || e.Message != "boom" {
+		t.Errorf("plain error: %+v", e)
+	}
+	if e := toRPC(invalidParams("x")); e.Code != -32602 {
+		t.Errorf("param error: %+v", e)
+	}
+}

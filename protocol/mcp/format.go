@@ -1,0 +1,82 @@
+package mcp
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	"golang.org/x/text/collate"
+	"golang.org/x/text/language"
+)
+
+// formatSize is the reference's formatSize: "0 B", "512 B", "1.50 KB",
+// up to TB, with two decimals rounded as JavaScript's toFixed rounds
+// (half away from zero, on the exact value).
+func formatSize(n int64) string {
+	if n <= 0 {
+		return "0 B"
+	}
+	units := []string{"B", "KB", "MB", "GB", "TB"}
+	i := int(math.Floor(math.Log(float64(n)) / math.Log(1024)))
+	if i <= 0 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	i = min(i, len(units)-1)
+	// hundredths = round(n * 100 / 1024^i), halves up.
+	num := new(big.Int).Mul(big.NewInt(n), big.NewInt(200))
+	den := new(big.Int).Lsh(big.NewInt(1), uint(10*i))
+	num.Add(num, den)
+	den.Lsh(den, 1)
+	h := num.Div(num, den).String()
+	for len(h) < 3 {
+		h = "0" + h
+	}
+	return h[:len(h)-2] + "." + h[len(h)-2:] + " " + units[i]
+}
+
+// jsDate formats t as JavaScript's Date.prototype.toString does in the
+// local time zone: "Sun Nov 22 2026 00:33:10 GMT+0000 (Coordinated
+// Universal Time)". JavaScript names the zone from ICU; Go knows only its
+// abbreviation, so zones other than UTC show that.
+func jsDate(t time.Time) string {
+	t = t.Local()
+	name, _ := t.Zone()
+	if name == "UTC" || name == "GMT" {
+		name = "Coordinated Universal Time"
+	}
+	return t.Format("Mon Jan 02 2006 15:04:05 GMT-0700") + " (" + name + ")"
+}
+
+// jsLen is a string's length in UTF-16 code units, as JavaScript counts.
+func jsLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+func padEnd(s string, width int) string {
+	return s + strings.Repeat(" ", max(0, width-jsLen(s)))
+}
+
+func padStart(s string, width int) string {
+	return strings.Repeat(" ", max(0, width-jsLen(s))) + s
+}
+
+// collator orders names as JavaScript's localeCompare does with ICU's
+// root collation. A Collator is not safe for concurrent use.
+var collator = struct {
+	sync.Mutex
+	c *collate.Collator
+}{c: collate.New(language.Und)}
+
+func localeCompare(a, b string) int {
+	collator.Lock()
+	defer collator.Unlock()
+	return collator.c.CompareString(a, b)
+}
