@@ -46,7 +46,10 @@ type handle struct {
 	rw       *os.File   // read only: osf reopened read-write, for a draft file's passthrough
 	writable bool       // read only
 	pt       bool       // read only: the kernel serves it by passthrough
-	sig      uint64     // read only: the content's signature at the open
+	// text is what an open of an editor buffer reads: the text as of the
+	// open, so its reads never mix two versions (nil for files).
+	text []byte
+	sig  uint64 // read only: the content's signature at the open
 
 	mu       sync.RWMutex // operations hold it shared, Release exclusively
 	released bool
@@ -79,6 +82,12 @@ func (h *handle) use(op func() syscall.Errno) syscall.Errno {
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var n int
 	errno := h.use(func() syscall.Errno {
+		if h.text != nil {
+			if off < int64(len(h.text)) {
+				n = copy(dest, h.text[off:])
+			}
+			return 0
+		}
 		var err error
 		n, err = h.f.ReadAt(dest, off)
 		if err != nil && !errors.Is(err, io.EOF) {

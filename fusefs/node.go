@@ -40,6 +40,7 @@ type node struct {
 	ptOpen    int  // open handles served by passthrough
 	cached    int  // open handles served through the server
 	draining  int  // opens waiting for ptOpen to drop to 0
+	moved     bool // see markMoved; cleared when its path names it again
 }
 
 var (
@@ -87,7 +88,7 @@ func (n *node) childKey(name string) (string, bool) {
 // so its object is gone). ESTALE when its path no longer names its
 // object because of a change made elsewhere (removed, replaced, or given
 // a new inode by a commit): the kernel then looks the path up again and
-// retries once.
+// retries once. See also markMoved.
 func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	key, ok := n.key()
 	if !ok {
@@ -97,7 +98,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	if err != nil {
 		e := n.srv.errno("lstat", err)
 		if e == syscall.ENOENT || e == syscall.ENOTDIR {
-			e = syscall.ESTALE
+			e = n.stale()
 		}
 		return key, nil, e
 	}
@@ -107,10 +108,25 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 		case typeOf(fi.Mode()) != sa.Mode:
 			return key, nil, syscall.ENOENT
 		case inoOf(fi) != sa.Ino:
-			return key, nil, syscall.ESTALE
+			return key, nil, n.stale()
 		}
 	}
+	n.mu.Lock()
+	n.moved = false
+	n.mu.Unlock()
+	n.srv.claim(n)
 	return key, fi, 0
+}
+
+// stale is the error for a path that no longer names n: ESTALE, unless
+// the mount itself moved n (see markMoved).
+func (n *node) stale() syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.moved {
+		return syscall.ENOENT
+	}
+	return syscall.ESTALE
 }
 
 // refresh makes what the kernel caches of file node n (attributes and
@@ -170,6 +186,9 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 		if fi, err = h.stat(); err != nil {
 			return n.srv.errno("fstat", err)
 		}
+		n.srv.fill(&out.Attr, fi)
+		out.Ino = n.StableAttr().Ino // the handle may describe what its path holds now
+		return 0
 	}
 	n.srv.fill(&out.Attr, fi)
 	return 0
@@ -281,6 +300,18 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	}
 	s.mu.Unlock()
 	return parent.NewInode(ctx, n, sa)
+}
+
+// claim records n, which just answered a request, as the node go-fuse
+// keeps for its inode number: newChild may have recorded one go-fuse
+// dropped in favour of n.
+func (s *Server) claim(n *node) {
+	sa := n.StableAttr()
+	s.mu.Lock()
+	if k := s.byIno[sa.Ino]; k != n && (k == nil || k.StableAttr().Gen <= sa.Gen || k.Forgotten()) {
+		s.byIno[sa.Ino] = n
+	}
+	s.mu.Unlock()
 }
 
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse

@@ -87,6 +87,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
+	markMoved(n.GetChild(name))
 	return n.srv.errno("unlink", n.srv.fsys.Unlink(key))
 }
 
@@ -96,6 +97,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
+	markMoved(n.GetChild(name))
 	return n.srv.errno("rmdir", n.srv.fsys.Rmdir(key))
 }
 
@@ -121,7 +123,27 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
 	}
+	markMoved(n.GetChild(name))
+	markMoved(np.GetChild(newName))
 	return n.srv.errno("rename", n.srv.fsys.Rename2(from, to, rf))
+}
+
+// markMoved notes that a node's name is about to change through the
+// mount: until go-fuse's tree follows, after the handler returns, a
+// request racing with the change finds the node's old path naming
+// something else, and answers as a local disk would, with ENOENT rather
+// than ESTALE (which the kernel retries, and may meet again in a tight
+// race). The mark stays until the node's path names it again; a change
+// that fails leaves it too, which only turns a later ESTALE into ENOENT.
+func markMoved(in *gofs.Inode) {
+	if in == nil {
+		return
+	}
+	if n, ok := in.Operations().(*node); ok {
+		n.mu.Lock()
+		n.moved = true
+		n.mu.Unlock()
+	}
 }
 
 // Link implements NodeLinker.

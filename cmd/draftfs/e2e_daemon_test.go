@@ -282,3 +282,24 @@ func dialAs(sock string) int {
 	fmt.Println("answer:", line, err)
 	return 0
 }
+
+// TestLongStatePath: when the state directory is too deep for a socket
+// address, the socket moves to a short path, which draftfs socket
+// prints and every command finds.
+func TestLongStatePath(t *testing.T) {
+	f := newFixture(t)
+	f.state = filepath.Join(f.tmp, strings.Repeat("s", 120))
+	run := filepath.Join(f.tmp, "run")
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	f.serve("")
+	sock := f.socket()
+	if !strings.HasPrefix(sock, run+"/draftfs/") || len(sock) > 107 {
+		t.Fatalf("socket %s", sock)
+	}
+	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("no socket at %s: %v", sock, err)
+	}
+	if _, err := f.client().Status(statusAll); err != nil {
+		t.Fatal(err)
+	}
+}

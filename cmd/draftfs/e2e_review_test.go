@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -324,5 +325,29 @@ func TestDraftFlag(t *testing.T) {
 	}
 	if r := f.ok("--draft", "other", "log"); !strings.Contains(r.out, "acp") {
 		t.Fatalf("other draft's log: %s", r)
+	}
+}
+
+// TestSubdirectory: without --workspace, a command run in a directory
+// of a workspace that has state works on that workspace, and relative
+// paths are taken from the current directory.
+func TestSubdirectory(t *testing.T) {
+	f := newFixture(t)
+	f.file("sub/deep/x.txt", "x\n")
+	f.serve("")
+	if err := f.agent().WriteFile("sub/deep/x.txt", []byte("y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin, "--state", f.state, "status", "x.txt")
+	c.Dir = filepath.Join(f.ws, "sub", "deep")
+	out, err := c.CombinedOutput()
+	if err != nil || string(out) != "M sub/deep/x.txt\n" {
+		t.Fatalf("status in a subdirectory: %q %v", out, err)
+	}
+	c = exec.Command(bin, "--state", f.state, "socket")
+	c.Dir = filepath.Join(f.ws, "sub")
+	out, err = c.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != f.socket() {
+		t.Fatalf("socket in a subdirectory: %q %v", out, err)
 	}
 }

@@ -54,7 +54,7 @@ var (
 
 func init() {
 	pf := root.PersistentFlags()
-	pf.StringVar(&flagWorkspace, "workspace", "", "the workspace directory (default: the current directory)")
+	pf.StringVar(&flagWorkspace, "workspace", "", "the workspace directory (default: the nearest directory from the current one up that draftfs has state for, else the current one)")
 	pf.StringVar(&flagState, "state", "", "where draftfs keeps its state (default: $XDG_STATE_HOME/draftfs, else ~/.local/state/draftfs)")
 	pf.StringVar(&flagDraft, "draft", "main", "the draft to work on")
 	root.MarkPersistentFlagDirname("workspace")
@@ -123,9 +123,14 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// oneLine keeps an error message on one line.
+// oneLine keeps an error message on one line, without the package
+// prefixes of the errors it wraps: it is for people.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	for _, p := range []string{"overlay: ", "buffers: ", "fusefs: ", "files: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
 }
 
 // args wraps a positional-argument check so that its failure is a usage

@@ -71,6 +71,9 @@ func serve(mountDir string) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// Whoever started the daemon may stop reading its output: writes then
+	// fail with EPIPE instead of killing it (Go's default for fd 1 and 2).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	d, err := daemon.Start(daemon.Options{
 		Workspace:  cfg.workspace,
 		StateDir:   cfg.stateDir,

@@ -19,26 +19,11 @@ type config struct {
 	draft     string
 }
 
-// loadConfig resolves the global flags.
+// loadConfig resolves the global flags. Without --workspace the
+// workspace is the nearest directory, from the current one up, that
+// draftfs keeps state for (so commands work from anywhere inside a
+// workspace, as git's do), else the current directory.
 func loadConfig() (*config, error) {
-	ws := flagWorkspace
-	if ws == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("current directory: %w", err)
-		}
-		ws = wd
-	}
-	ws, err := filepath.Abs(ws)
-	if err != nil {
-		return nil, err
-	}
-	if ws, err = filepath.EvalSymlinks(ws); err != nil {
-		return nil, fmt.Errorf("workspace: %w (give an existing directory with --workspace)", err)
-	}
-	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("workspace %s is not a directory (give one with --workspace)", ws)
-	}
 	state := flagState
 	if state == "" {
 		if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
@@ -51,10 +36,42 @@ func loadConfig() (*config, error) {
 			state = filepath.Join(home, ".local", "state", "draftfs")
 		}
 	}
-	if state, err = filepath.Abs(state); err != nil {
+	state, err := filepath.Abs(state)
+	if err != nil {
 		return nil, err
 	}
+	ws := flagWorkspace
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("current directory: %w", err)
+		}
+	}
+	if ws, err = filepath.Abs(ws); err != nil {
+		return nil, err
+	}
+	if ws, err = filepath.EvalSymlinks(ws); err != nil {
+		return nil, fmt.Errorf("workspace: %w (give an existing directory with --workspace)", err)
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory (give one with --workspace)", ws)
+	}
+	if flagWorkspace == "" {
+		ws = enclosingWorkspace(state, ws)
+	}
 	return &config{workspace: ws, stateDir: overlay.StateDir(state, ws), draft: flagDraft}, nil
+}
+
+// enclosingWorkspace is the nearest of dir and its parents that has
+// state under stateRoot, or dir.
+func enclosingWorkspace(stateRoot, dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(overlay.StateDir(stateRoot, d)); err == nil && fi.IsDir() {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
 }
 
 // socket is the workspace's control socket.

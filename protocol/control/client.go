@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -57,11 +58,18 @@ func (c *Client) Done() <-chan struct{} { return c.rpc.DisconnectNotify() }
 
 // Call sends a request and decodes its result into result (nil: drop it).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	if err := c.rpc.Call(ctx, method, params, result); err != nil {
+	err := c.rpc.Call(ctx, method, params, result)
+	if errors.Is(err, jsonrpc2.ErrClosed) {
+		return fmt.Errorf("%s: %w (the draftfs daemon stopped or dropped the connection)", method, ErrDisconnected)
+	}
+	if err != nil {
 		return fromRPC(err)
 	}
 	return nil
 }
+
+// ErrDisconnected: the connection to the daemon is gone.
+var ErrDisconnected = errors.New("connection to the daemon lost")
 
 // Notify sends a notification.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {

@@ -32,10 +32,10 @@ type InitializeParams struct {
 // InitializeResult describes the daemon to a client.
 type InitializeResult struct {
 	ServerInfo       Implementation `json:"serverInfo"`
-	PositionEncoding string     `json:"positionEncoding"`
-	Workspace        string     `json:"workspace"`
-	Draft            string     `json:"draft"`
-	Mount            string     `json:"mount,omitempty"`
+	PositionEncoding string         `json:"positionEncoding"`
+	Workspace        string         `json:"workspace"`
+	Draft            string         `json:"draft"`
+	Mount            string         `json:"mount,omitempty"`
 }
 
 // BufferParams name a buffer (didSave, didClose).

@@ -48,7 +48,9 @@ type Server struct {
 
 	ctx    context.Context // done when the server closes
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // connection goroutines, handlers, the fan-out
+	// wg counts connection goroutines, handlers and the fan-out; Add is
+	// called with mu held and closed false, so never after Close began.
+	wg sync.WaitGroup
 
 	mu        sync.Mutex // protects the following
 	conns     map[*conn]struct{}
@@ -94,11 +96,13 @@ func (s *Server) Serve(l *net.UnixListener) error {
 			if closed {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Out of file descriptors, say: wait for some to be freed.
+			s.opts.Logf("control: accept: %v", err)
+			time.Sleep(acceptRetry)
+			continue
 		}
 		cred, err := peerCred(c)
 		if err != nil || int(cred.Uid) != s.uid {
@@ -134,12 +138,12 @@ func (s *Server) ServeConn(rwc io.ReadWriteCloser) {
 		return
 	}
 	s.conns[cn] = struct{}{}
+	s.wg.Add(2) // the goroutines below
 	s.mu.Unlock()
 	st := newStream(rwc, MaxMessage, true)
 	st.writeTimeout = writeTimeout
 	cn.rpc = jsonrpc2.NewConn(s.ctx, st, cn, jsonrpc2.SetLogger(logger{s.opts.Logf}))
 	close(cn.ready)
-	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		<-cn.rpc.DisconnectNotify()
@@ -149,6 +153,18 @@ func (s *Server) ServeConn(rwc io.ReadWriteCloser) {
 		s.mu.Unlock()
 	}()
 	go cn.sendNotices()
+}
+
+// track counts a goroutine Close must wait for; false when the server
+// is closing and the goroutine must not start.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 // Close stops accepting, closes every connection, waits for running
@@ -171,6 +187,7 @@ func (s *Server) Close() error {
 		l.Close()
 	}
 	for _, cn := range conns {
+		<-cn.ready // ServeConn may still be setting it up
 		cn.rpc.Close()
 	}
 	s.cancel()
@@ -194,6 +211,8 @@ const (
 	// writeTimeout: a client that takes longer to accept one message is
 	// taken for dead and disconnected.
 	writeTimeout = time.Minute
+	// acceptRetry is the pause after a failed accept.
+	acceptRetry = 100 * time.Millisecond
 )
 
 // notice is a notification waiting to be sent.
@@ -246,7 +265,10 @@ func (cn *conn) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 	case <-cn.done:
 		return
 	}
-	cn.s.wg.Add(1)
+	if !cn.s.track() {
+		<-cn.sem
+		return // closing
+	}
 	go func() {
 		defer cn.s.wg.Done()
 		defer func() { <-cn.sem }()

@@ -52,12 +52,20 @@ func newStream(conn io.ReadWriteCloser, max int, answer bool) *stream {
 
 var errTooLong = errors.New("message too long")
 
+// size spells a byte count for people.
+func size(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // ReadObject implements jsonrpc2.ObjectStream.
 func (s *stream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
 		if errors.Is(err, errTooLong) {
-			err = fmt.Errorf("invalid request: the message is over the limit of %d MiB: send large texts in pieces (buffer/didChange ranges)", s.max>>20)
+			err = fmt.Errorf("invalid request: the message is over the limit of %s: send large texts in pieces (buffer/didChange ranges)", size(s.max))
 			if !s.answer {
 				return err
 			}

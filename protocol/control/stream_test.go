@@ -123,7 +123,7 @@ func TestStreamLimit(t *testing.T) {
 		got <- err
 	}()
 	line, err := bufio.NewReader(b).ReadString('\n')
-	if err != nil || !strings.Contains(line, `"code":-32600`) || !strings.Contains(line, `"id":null`) {
+	if err != nil || !strings.Contains(line, `"code":-32600`) || !strings.Contains(line, `"id":1`) || !strings.Contains(line, "100 bytes") {
 		t.Fatalf("answer to the long message: %q %v", line, err)
 	}
 	if err := <-got; err != nil {
@@ -133,14 +133,14 @@ func TestStreamLimit(t *testing.T) {
 
 func TestIDInHead(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"id":7,"params":{"text":"xxxx`:                     "7",
+		`{"id":7,"params":{"text":"xxxx`:                      "7",
 		`{"jsonrpc":"2.0","id":"a b","method":"m","params":{`: `"a b"`,
-		`{"params":{"text":"xxxxx`:                           "",
-		`{"params":{"a":1},"id":3,"method":"m","x":"yyyy`:    "3",
-		`{"id":null,"params":"`:                              "",
-		`{"id":-4,"params":"`:                                "",
-		`[{"id":1}`:                                          "",
-		`garbage`:                                            "",
+		`{"params":{"text":"xxxxx`:                            "",
+		`{"params":{"a":1},"id":3,"method":"m","x":"yyyy`:     "3",
+		`{"id":null,"params":"`:                               "",
+		`{"id":-4,"params":"`:                                 "",
+		`[{"id":1}`:                                           "",
+		`garbage`:                                             "",
 	} {
 		if got := string(idInHead([]byte(in))); got != want {
 			t.Errorf("idInHead(%s) = %q, want %q", in, got, want)

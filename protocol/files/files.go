@@ -9,6 +9,7 @@
 package files
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -146,10 +147,13 @@ func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 	if limit > 0 {
 		r = io.LimitReader(f, limit+1)
 	}
-	b, err := io.ReadAll(r)
-	if err != nil {
+	// Sized from the file, as os.ReadFile does: one allocation, not a
+	// doubling series (the size may change meanwhile; ReadFrom copes).
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if limit > 0 && int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s: over %d bytes: %w", key, limit, ErrTooLarge)
 	}

@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/draftfs/draftfs/overlay"
 )
 
 // The differential test: one sequence of tool calls, made by the MCP
@@ -202,16 +206,49 @@ func differs(why string, want func(t *testing.T, ref, got answer)) check {
 	}
 }
 
-// buildServer builds the stdio server for the tests: cmd/draftfs cannot
-// be built yet, so a test-only main over this package.
-func buildServer(t *testing.T) string {
+// buildDraftfs builds cmd/draftfs for the test.
+func buildDraftfs(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcpserver")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/mcpserver")
+	bin := filepath.Join(t.TempDir(), "draftfs")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/draftfs")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/draftfs: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// startDaemon runs `draftfs serve` for a workspace until the test ends
+// (or stop is called) and waits for its ready line.
+func startDaemon(t *testing.T, bin, workspace, stateRoot string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "--workspace", workspace, "--state", stateRoot, "serve")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("draftfs serve: %v\n%s", err, stderr.String())
+		}
+	}
+	t.Cleanup(stop)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, "serving") {
+		t.Fatalf("draftfs serve did not get ready: %q %v\n%s", line, err, stderr.String())
+	}
+	go io.Copy(io.Discard, out)
+	return stop
 }
 
 // runClient runs the TypeScript SDK client with steps against a server
@@ -233,7 +270,7 @@ func runClient(t *testing.T, roots []string, steps []step, root string, server .
 	if err := os.WriteFile(script, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", append([]string{filepath.Join(dir, "mcp-client.mjs"), script, "--"}, server...)...)
+	cmd := exec.Command("node", append([]string{filepath.Join(dir, "mcp", "client.mjs"), script, "--"}, server...)...)
 	cmd.Env = append(os.Environ(), "TZ=UTC")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -253,10 +290,14 @@ func runClient(t *testing.T, roots []string, steps []step, root string, server .
 	return answers
 }
 
-// servers sets up the two trees and returns the commands that serve them.
+// servers are the two trees and the commands that serve them: the
+// reference, and `draftfs mcp` reaching a running `draftfs serve` over
+// its socket, with an editor buffer pushed by `draftfs buffer open`.
 type servers struct {
-	refRoot, draftRoot, state string
-	ref, draft                []string
+	refRoot, draftRoot string
+	state              string // the draft workspace's state directory
+	ref, draft         []string
+	stop               func() // stops the daemon, before the state is read
 }
 
 func newServers(t *testing.T) servers {
@@ -265,16 +306,20 @@ func newServers(t *testing.T) servers {
 	s := servers{
 		refRoot:   filepath.Join(base, "ref", "tree"),
 		draftRoot: filepath.Join(base, "draft", "tree"),
-		state:     filepath.Join(base, "state"),
 	}
 	makeTree(t, s.refRoot)
 	makeTree(t, s.draftRoot)
-	buf := filepath.Join(base, "open-buffer.txt")
-	if err := os.WriteFile(buf, []byte(openBuffer), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	s.ref = []string{"node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), s.refRoot}
-	s.draft = []string{buildServer(t), "-workspace", s.draftRoot, "-state", s.state, "-buffer", "open.txt=" + buf, s.draftRoot}
+	bin := buildDraftfs(t)
+	stateRoot := filepath.Join(base, "state")
+	s.stop = startDaemon(t, bin, s.draftRoot, stateRoot)
+	open := exec.Command(bin, "--workspace", s.draftRoot, "--state", stateRoot, "buffer", "open", filepath.Join(s.draftRoot, "open.txt"))
+	open.Stdin = strings.NewReader(openBuffer)
+	if out, err := open.CombinedOutput(); err != nil {
+		t.Fatalf("draftfs buffer open: %v\n%s", err, out)
+	}
+	s.state = overlay.StateDir(stateRoot, s.draftRoot)
+	s.draft = []string{bin, "--workspace", s.draftRoot, "--state", stateRoot, "mcp", s.draftRoot}
 	return s
 }
 
@@ -319,14 +364,17 @@ func TestDifferential(t *testing.T) {
 		call("list_allowed_directories", nil, nil),
 
 		read("a.txt"), read("ROOT/a.txt"), read("./sub/../a.txt"), read("crlf.txt"), read("empty.txt"),
-		read("nonl.txt"), read("unicode.txt"), read("long.txt"), read("alink"), read("sublink/y.ts"),
+		read("nonl.txt"), read("unicode.txt"), read("latin1.txt"), read("latin1.txt", "tail", 1),
+		call("edit_file", p("path", "latin1.txt", "edits", []map[string]any{{"oldText": "na", "newText": "NA"}}, "dryRun", true), nil), read("long.txt"), read("alink"), read("sublink/y.ts"),
 		read("links/inside"), read("code.go", "head", 3), read("code.go", "tail", 2), read("long.txt", "head", 5),
 		read("long.txt", "tail", 7), read("long.txt", "tail", 300), read("crlf.txt", "head", 2), read("crlf.txt", "tail", 2),
 		read("a.txt", "tail", 1), read("a.txt", "tail", 2), read("a.txt", "head", 1.5), read("long.txt", "tail", 2.7),
 		read("a.txt", "head", -1), read("a.txt", "tail", -2), read("nonl.txt", "tail", 5), read("empty.txt", "head", 3),
 		read("a.txt", "head", 0, "tail", 1), read("a.txt", "head", 1, "tail", 1),
 		read("missing.txt"), read("sub"), read("a.txt/x"), read("/etc/passwd"), read("../x"), read("links/dangle"),
-		read("nowhere/x.txt"),
+		read("nowhere/x.txt"), read("a.txt/"), read(""), read("sub//deep/./x.go"),
+		call("list_directory", p("path", "sub/"), sameLines),
+		call("list_directory", p("path", ""), sameLines),
 		call("read_text_file", p("path", "links/evil"), samePrefix("Access denied - symlink target outside allowed directories: ")),
 		call("read_text_file", p("path", "links/outdir/etc/passwd"), samePrefix("Access denied - symlink target outside allowed directories: ")),
 		call("read_text_file", nil, nil),
@@ -424,6 +472,9 @@ func TestDifferential(t *testing.T) {
 		call("move_file", p("source", "nope", "destination", "nope2"), nil),
 		call("move_file", p("source", "a.txt", "destination", "sub"), nil),
 		call("move_file", p("source", "a.txt", "destination", "nodir/a.txt"), nil),
+		call("move_file", p("source", "newdir", "destination", "newdir/inner"), nil),
+		call("move_file", p("source", "emptydir", "destination", "a.txt/x"), nil),
+		call("create_directory", p("path", ""), nil),
 
 		// What the writes left, through the tools.
 		read("a.txt"), read("sub/moved.txt"), read("long.txt"), read("code.go"), read("newdir/deep/x.go"),
@@ -442,6 +493,7 @@ func TestDifferential(t *testing.T) {
 
 	// The reference wrote its disk; draftfs's disk is as it was, and its
 	// merged view holds what the reference's disk holds.
+	s.stop()
 	want := diskSnapshot(t, s.refRoot)
 	original := t.TempDir()
 	makeTree(t, original)
@@ -627,10 +679,13 @@ func TestResourcesWithSDKClient(t *testing.T) {
 	if !strings.Contains(got[5].Error, "Access denied") {
 		t.Errorf("links/evil: %+v", got[5])
 	}
-	if want := []string{"file://ROOT/a.txt"}; !slices.Equal(got[9].URIs, want) {
+	// One write may be several changes (directories, creation, content),
+	// each notified.
+	uniq := func(uris []string) []string { return slices.Compact(slices.Sorted(slices.Values(uris))) }
+	if want := []string{"file://ROOT/a.txt"}; !slices.Equal(uniq(got[9].URIs), want) {
 		t.Errorf("after writing a.txt: updates %v, want %v", got[9].URIs, want)
 	}
-	if want := []string{"file://ROOT/sub"}; !slices.Equal(got[11].URIs, want) {
+	if want := []string{"file://ROOT/sub"}; !slices.Equal(uniq(got[11].URIs), want) {
 		t.Errorf("after writing sub/deep/new.txt: updates %v, want %v", got[11].URIs, want)
 	}
 	if len(got[13].URIs) != 0 {

@@ -37,6 +37,7 @@ var fixtureFiles = map[string]string{
 	"nonl.txt":            "no newline at the end",
 	"long.txt":            longText(),
 	"unicode.txt":         "héllo wörld ✓ 😀\nsecond\n",
+	"latin1.txt":          "caf\xe9 na\xc3\xafve \xe2\x82\n\xff end\n",
 	"open.txt":            "saved on disk\n",
 	"code.go":             "package main\n\nfunc main() {\n\tif x {\n\t\treturn\n\t}\n}\n",
 	"B.txt":               "upper\n",

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
@@ -79,4 +80,58 @@ func localeCompare(a, b string) int {
 	collator.Lock()
 	defer collator.Unlock()
 	return collator.c.CompareString(a, b)
+}
+
+// jsText decodes b as Node's UTF-8 decoder does: each maximal invalid
+// subpart (a cut-short sequence counts once) becomes one U+FFFD. Go's own
+// conversions replace every invalid byte, which would show the client a
+// different text than the reference shows.
+func jsText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 8)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || n > 1 {
+			sb.Write(b[i : i+n])
+			i += n
+			continue
+		}
+		sb.WriteRune(utf8.RuneError)
+		i += invalidRun(b[i:])
+	}
+	return sb.String()
+}
+
+// invalidRun is the length of the maximal subpart of an ill-formed
+// sequence at the start of b (Unicode's "U+FFFD substitution of maximal
+// subparts", which the WHATWG decoder follows).
+func invalidRun(b []byte) int {
+	lo, hi := byte(0x80), byte(0xbf)
+	need := 0
+	switch c := b[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		need, lo = 2, 0xa0
+	case c == 0xed:
+		need, hi = 2, 0x9f
+	case c >= 0xe1 && c <= 0xef:
+		need = 2
+	case c == 0xf0:
+		need, lo = 3, 0x90
+	case c == 0xf4:
+		need, hi = 3, 0x8f
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	default:
+		return 1
+	}
+	n := 1
+	for ; n <= need && n < len(b) && b[n] >= lo && b[n] <= hi; n++ {
+		lo, hi = 0x80, 0xbf
+	}
+	return n
 }

@@ -25,7 +25,7 @@ func TestHeadTailMatchReference(t *testing.T) {
 	}
 	var cases []tc
 	contents := map[string][]byte{}
-	pieces := []string{"a", "bb", "ü", "€", "😀", " ", "\t", strings.Repeat("x", 700)}
+	pieces := []string{"a", "bb", "ü", "€", "😀", " ", "\t", strings.Repeat("x", 700), "\xe9", "\xe2\x82", "\xf0\x9f\x98", "\xed\xa0\x80", "\xff", "\xc0\xaf"}
 	for i := range 60 {
 		var b strings.Builder
 		for range r.IntN(80) {
@@ -69,19 +69,14 @@ console.log(JSON.stringify(out));
 	for i, c := range cases {
 		h, _ := headLines(contents[c.Path], c.N)
 		tl, _ := tailLines(contents[c.Path], c.N)
-		// JSON carries both as UTF-8; compare as the client sees them.
-		if jsonString(h) != jsonString(want[i][0]) {
+		h, tl = jsText([]byte(h)), jsText([]byte(tl))
+		if h != want[i][0] {
 			t.Errorf("head %v of %q:\ngot  %q\nwant %q", c.N, contents[c.Path], h, want[i][0])
 		}
-		if jsonString(tl) != jsonString(want[i][1]) {
+		if tl != want[i][1] {
 			t.Errorf("tail %v of %q:\ngot  %q\nwant %q", c.N, contents[c.Path], tl, want[i][1])
 		}
 	}
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 // TestFormatMatchesReference compares formatSize with the reference's,
@@ -133,5 +128,34 @@ console.log(JSON.stringify({
 		}
 	} else {
 		t.Logf("local time zone %s: Date.toString not compared (node runs in the machine's zone)", time.Local)
+	}
+}
+
+// TestJSTextMatchesNode decodes random bytes as Node does.
+func TestJSTextMatchesNode(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte{'a', '\n', 0x80, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0, 0xe1, 0xed, 0xef, 0xf0, 0xf1, 0xf4, 0xf5, 0xff}
+	var inputs [][]byte
+	for range 2000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		inputs = append(inputs, b)
+	}
+	in, _ := json.Marshal(inputs) // []byte as base64
+	out := runNode(t, `
+import { readFileSync } from "node:fs";
+const inputs = JSON.parse(readFileSync(0, "utf8"));
+console.log(JSON.stringify(inputs.map(s => Buffer.from(s, "base64").toString("utf8"))));
+`, in)
+	var want []string
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range inputs {
+		if got := jsText(b); got != want[i] {
+			t.Errorf("jsText(% x) = %q, Node %q", b, got, want[i])
+		}
 	}
 }

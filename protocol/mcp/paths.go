@@ -79,9 +79,7 @@ func (s *Server) keyOf(abs string) string {
 
 // absolute turns a requested path into an absolute, clean one the way the
 // reference does: "~" expanded, relative paths taken from the first
-// allowed directory that keeps them inside one, and the workspace's real
-// path (when its root is reached through a symlink) mapped back to the
-// root the view knows.
+// allowed directory that keeps them inside one.
 func (s *Server) absolute(requested string, dirs []string) (string, error) {
 	p := expandHome(requested)
 	if windowsDrive.MatchString(p) {
@@ -99,9 +97,6 @@ func (s *Server) absolute(requested string, dirs []string) (string, error) {
 			}
 		}
 	}
-	if s.realRoot != "" && within(abs, s.realRoot) {
-		abs = s.root + strings.TrimPrefix(abs, s.realRoot)
-	}
 	return abs, nil
 }
 
@@ -115,9 +110,10 @@ func (s *Server) validate(requested string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) {
+	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) && !withinAny(s.unalias(abs), dirs) {
 		return target{}, errorf("Access denied - path outside allowed directories: %s not in %s", abs, strings.Join(dirs, ", "))
 	}
+	abs = s.unalias(abs)
 	key, err := s.f.Resolve(abs)
 	switch {
 	case errors.Is(err, overlay.ErrOutside):
@@ -133,6 +129,11 @@ func (s *Server) validate(requested string) (target, error) {
 		if err := s.checkLinks(unresolved, abs); err != nil {
 			return target{}, err
 		}
+	}
+	// The reference's realpath fails for a path through a file (ENOTDIR)
+	// and the like; only a missing path is let through.
+	if _, err := s.f.Lstat(key); err != nil && errnoOf(err) != syscall.ENOENT {
+		return target{}, fsError(err, "realpath", abs)
 	}
 	return target{abs: real, key: key}, nil
 }
@@ -166,9 +167,10 @@ func (s *Server) validateEntry(requested string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) {
+	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) && !withinAny(s.unalias(abs), dirs) {
 		return target{}, errorf("Access denied - path outside allowed directories: %s not in %s", abs, strings.Join(dirs, ", "))
 	}
+	abs = s.unalias(abs)
 	if containsAny(abs, dirs) {
 		return s.validate(abs)
 	}

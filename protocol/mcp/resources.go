@@ -150,14 +150,15 @@ func (ss *subscriptions) changed(key string) {
 }
 
 // due takes the pending changes and returns the subscribed URIs they
-// touch.
+// touch. A change at the root ("") touches them all: it also stands for
+// changes lost when the feed overflowed.
 func (ss *subscriptions) due() []string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var uris []string
 	for uri, sub := range ss.byURI {
 		for key := range ss.pending {
-			if keyWithin(key, sub.key) {
+			if key == "" || keyWithin(key, sub.key) {
 				uris = append(uris, uri)
 				break
 			}

@@ -378,13 +378,13 @@ func renderSearch(pattern string, found []*fileHits, sk skips, ctxLines, limit i
 	}
 	var skipNote string
 	if sk.binary > 0 || sk.large > 0 {
-		skipNote = fmt.Sprintf(" (skipped %d binary files and %d files over %s)", sk.binary, sk.large, formatSize(maxSize))
+		skipNote = fmt.Sprintf(" (skipped %s and %s over %s)", plural(sk.binary, "binary file"), plural(sk.large, "file"), formatSize(maxSize))
 	}
 	if total == 0 {
 		return &result{text: "No matches found" + skipNote, structured: map[string]any{"total": 0, "truncated": false, "files": []any{}}}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Found %d matching lines in %d files for %q%s", total, len(found), pattern, skipNote)
+	fmt.Fprintf(&b, "Found %s in %s for %q%s", plural(total, "matching line"), plural(len(found), "file"), pattern, skipNote)
 	var filesOut []any
 	shown := 0
 	for _, f := range found {
@@ -401,7 +401,7 @@ func renderSearch(pattern string, found []*fileHits, sk skips, ctxLines, limit i
 		shown += len(hits)
 		fmt.Fprintf(&b, "\n\n%s", f.t.abs)
 		if len(f.hits) != len(hits) {
-			fmt.Fprintf(&b, " (%d of %d matching lines)", len(hits), len(f.hits))
+			fmt.Fprintf(&b, " (%d of %s)", len(hits), plural(len(f.hits), "matching line"))
 		}
 		if len(f.same) > 0 {
 			fmt.Fprintf(&b, " (same content: %s)", strings.Join(f.same, ", "))
@@ -434,7 +434,7 @@ func renderSearch(pattern string, found []*fileHits, sk skips, ctxLines, limit i
 		filesOut = append(filesOut, fo)
 	}
 	if shown < total {
-		fmt.Fprintf(&b, "\n\nShowing %d of %d matching lines, best first; narrow the search with path, include or excludePatterns, or raise maxResults.", shown, total)
+		fmt.Fprintf(&b, "\n\nShowing %d of %s, best first; narrow the search with path, include or excludePatterns, or raise maxResults.", shown, plural(total, "matching line"))
 	}
 	return &result{text: b.String(), structured: map[string]any{"total": total, "truncated": shown < total, "files": filesOut}}
 }
@@ -453,7 +453,7 @@ func hitStart(hits []hit, line int) int {
 // match at lo (or from the start), on rune boundaries, marked with "…".
 func shownLine(line []byte, lo int) string {
 	if len(line) <= maxShownLine {
-		return string(line)
+		return jsText(line)
 	}
 	start := 0
 	if lo > maxShownLine/2 {
@@ -466,7 +466,7 @@ func shownLine(line []byte, lo int) string {
 	for end < len(line) && !utf8.RuneStart(line[end]) {
 		end++
 	}
-	out := string(line[start:end])
+	out := jsText(line[start:end])
 	if start > 0 {
 		out = "…" + out
 	}
@@ -474,4 +474,12 @@ func shownLine(line []byte, lo int) string {
 		out += "…"
 	}
 	return out
+}
+
+// plural is "1 file", "2 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,7 +82,7 @@ func TestSearchContentOptions(t *testing.T) {
 		t.Errorf("caseSensitive + include:\n%s", got)
 	}
 	got = e.ok("search_content", m("path", ".", "pattern", `func \w+Config\(`, "regex", true, "excludePatterns", []any{"vendor"}))
-	if !strings.Contains(got, "Found 1 matching lines in 1 files") || !strings.Contains(got, "4: func ParseConfig(s string) Config {") {
+	if !strings.Contains(got, "Found 1 matching line in 1 file") || !strings.Contains(got, "4: func ParseConfig(s string) Config {") {
 		t.Errorf("regex + exclude:\n%s", got)
 	}
 	got = e.ok("search_content", m("path", ".", "pattern", "ParseConfig", "maxResults", 2, "contextLines", 0))
@@ -89,7 +90,7 @@ func TestSearchContentOptions(t *testing.T) {
 		t.Errorf("maxResults 2:\n%s", got)
 	}
 	got = e.ok("search_content", m("path", "src/many.txt", "pattern", "three", "contextLines", 1))
-	if got != "Found 1 matching lines in 1 files for \"three\"\n\n"+e.abs("src/many.txt")+"\n  16- filler\n  17: ParseConfig three" {
+	if got != "Found 1 matching line in 1 file for \"three\"\n\n"+e.abs("src/many.txt")+"\n  16- filler\n  17: ParseConfig three" {
 		t.Errorf("one file:\n%q", got)
 	}
 	if got := e.ok("search_content", m("path", "sub", "pattern", "ParseConfig")); got != "No matches found" {
@@ -103,4 +104,27 @@ func TestSearchContentOptions(t *testing.T) {
 		t.Errorf("buffer not searched:\n%s", got)
 	}
 	e.fails("search_content", m("path", "/etc", "pattern", "root"), "Access denied - path outside allowed directories")
+}
+
+// TestIndexFoldASCII agrees with a (?i) regexp on random ASCII text.
+func TestIndexFoldASCII(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const letters = "aAbB_ zZ"
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[r.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	for range 5000 {
+		text, pat := word(r.IntN(40)), word(1+r.IntN(3))
+		want := -1
+		if loc := regexp.MustCompile("(?i)" + regexp.QuoteMeta(pat)).FindStringIndex(text); loc != nil {
+			want = loc[0]
+		}
+		if got := indexFoldASCII([]byte(text), []byte(pat)); got != want {
+			t.Fatalf("indexFoldASCII(%q, %q) = %d, want %d", text, pat, got, want)
+		}
+	}
 }

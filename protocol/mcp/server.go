@@ -44,13 +44,16 @@ type Options struct {
 // Server serves the merged view of one draft as MCP tools and resources.
 // It serves one client connection at a time (Run).
 type Server struct {
-	f        files.Files
-	root     string // workspace root, as Files reports it; read only
-	realRoot string // root with symlinks resolved, if that differs; read only
-	max      int64  // read only
-	log      io.Writer
-	sdk      *sdk.Server
-	tools    map[string]*tool // read only after New
+	// Set by New, read only after.
+	f     files.Files
+	root  string // workspace root, as Files reports it
+	max   int64
+	log   io.Writer
+	sdk   *sdk.Server
+	tools map[string]*tool
+	// aliases are other names of directories of the view: the root's real
+	// path, allowed directories given through symlinks.
+	aliases []alias
 
 	// writeMu serialises the tools that change the view, so that two
 	// edits of one file cannot interleave their read and write.
@@ -83,7 +86,7 @@ func New(f files.Files, opts Options) (*Server, error) {
 		s.log = io.Discard
 	}
 	if real, err := filepath.EvalSymlinks(s.root); err == nil && real != s.root {
-		s.realRoot = real
+		s.aliases = append(s.aliases, alias{from: real, to: s.root})
 	}
 	s.subs.init()
 	dirs := opts.Dirs
@@ -95,7 +98,7 @@ func New(f files.Files, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: allowed directory %q: %w", d, err)
 		}
-		if ok := s.addDir(abs); !ok {
+		if ok := s.addDir(abs, true); !ok {
 			fmt.Fprintf(s.log, "Warning: %s is not a directory inside the workspace %s, skipping\n", abs, s.root)
 		}
 	}
@@ -147,13 +150,25 @@ func (s *Server) allowedDirs() []string {
 	return append([]string(nil), s.dirs...)
 }
 
+// alias says that paths below from are the view's paths below to.
+type alias struct{ from, to string }
+
+// unalias rewrites a path given through an alias.
+func (s *Server) unalias(abs string) string {
+	for _, a := range s.aliases {
+		if within(abs, a.from) {
+			return a.to + strings.TrimPrefix(abs, a.from)
+		}
+	}
+	return abs
+}
+
 // dirFor checks a requested allowed directory against the workspace: it
 // returns the directories (as given, and with symlinks resolved) to
-// allow, or nil if it is not a directory of the view.
+// allow, or nil if it is not a directory of the view. One that contains
+// the workspace stands for the root.
 func (s *Server) dirFor(abs string) []string {
-	if s.realRoot != "" && within(abs, s.realRoot) {
-		abs = s.root + strings.TrimPrefix(abs, s.realRoot)
-	}
+	abs = s.unalias(abs)
 	if within(s.root, abs) {
 		return []string{s.root}
 	}
@@ -173,9 +188,19 @@ func (s *Server) dirFor(abs string) []string {
 	return []string{abs}
 }
 
-// addDir adds an allowed directory at startup.
-func (s *Server) addDir(abs string) bool {
+// addDir adds an allowed directory at startup. A directory reached
+// through a symlink from outside the workspace is allowed under both
+// names, as the reference allows both, when aliased is set.
+func (s *Server) addDir(abs string, aliased bool) bool {
 	ds := s.dirFor(abs)
+	if ds == nil && aliased {
+		if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+			if ds = s.dirFor(real); ds != nil {
+				s.aliases = append(s.aliases, alias{from: abs, to: real})
+				ds = append([]string{abs}, ds...)
+			}
+		}
+	}
 	for _, d := range ds {
 		if !containsAny(d, s.dirs) {
 			s.dirs = append(s.dirs, d)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/draftfs/draftfs/protocol/files"
 )
@@ -18,9 +17,6 @@ import (
 func (s *Server) readDir(t target) ([]files.Info, error) {
 	ents, err := s.f.ReadDir(t.key)
 	if err != nil {
-		if errnoOf(err) == syscall.ENOTDIR {
-			return nil, s.notDir(err, "scandir", t)
-		}
 		return nil, fsError(err, "scandir", t.abs)
 	}
 	return ents, nil
@@ -69,7 +65,7 @@ func (s *Server) listDirectoryWithSizes(_ context.Context, a args) (*result, err
 		size int64
 	}
 	list := make([]entry, len(ents))
-	var files, dirs int
+	var nfiles, ndirs int
 	var total int64
 	for i, e := range ents {
 		list[i] = entry{name: e.Name, dir: e.IsDir(), size: e.Size}
@@ -82,9 +78,9 @@ func (s *Server) listDirectoryWithSizes(_ context.Context, a args) (*result, err
 			}
 		}
 		if list[i].dir {
-			dirs++
+			ndirs++
 		} else {
-			files++
+			nfiles++
 			total += list[i].size
 		}
 	}
@@ -103,7 +99,7 @@ func (s *Server) listDirectoryWithSizes(_ context.Context, a args) (*result, err
 		}
 		lines = append(lines, kind+" "+padEnd(e.name, 30)+" "+size)
 	}
-	lines = append(lines, "", fmt.Sprintf("Total: %d files, %d directories", files, dirs), "Combined size: "+formatSize(total))
+	lines = append(lines, "", fmt.Sprintf("Total: %d files, %d directories", nfiles, ndirs), "Combined size: "+formatSize(total))
 	return textResult(strings.Join(lines, "\n")), nil
 }
 

@@ -102,8 +102,6 @@ func (s *Server) readFile(t target) ([]byte, error) {
 		return nil, errorf("File too large: %s is %s, over the %s limit for reading a file whole", t.abs, size, formatSize(s.max))
 	case errnoOf(err) == syscall.EISDIR || s.isDir(t.key):
 		return nil, errorf("EISDIR: illegal operation on a directory, read")
-	case errnoOf(err) == syscall.ENOTDIR:
-		return nil, s.notDir(err, "open", t)
 	}
 	return nil, fsError(err, "open", t.abs)
 }
@@ -113,15 +111,6 @@ func (s *Server) readFile(t target) ([]byte, error) {
 func (s *Server) isDir(key string) bool {
 	info, err := s.f.Stat(key)
 	return err == nil && info.IsDir()
-}
-
-// notDir reports ENOTDIR as Node does: from realpath when a path goes
-// through a file (it does not exist), else from the operation.
-func (s *Server) notDir(err error, op string, t target) error {
-	if _, lerr := s.f.Lstat(t.key); lerr != nil {
-		op = "realpath"
-	}
-	return fsError(err, op, t.abs)
 }
 
 // readText reads a text file: binary files are refused.
@@ -156,7 +145,7 @@ func (s *Server) readTextFile(_ context.Context, a args) (*result, error) {
 	case head != 0:
 		text, truncated = headLines(b, head)
 	}
-	r := textResult(text)
+	r := textResult(jsText([]byte(text)))
 	sum := sha256.Sum256(b)
 	r.structured = map[string]any{"size": len(b), "sha256": hex.EncodeToString(sum[:]), "truncated": truncated}
 	if info, err := s.f.Stat(t.key); err == nil {
@@ -268,7 +257,7 @@ func (s *Server) readMultipleFiles(_ context.Context, a args) (*result, error) {
 			parts[i] = fmt.Sprintf("%s: Error - %s", p, err.Error())
 			continue
 		}
-		parts[i] = p + ":\n" + string(b) + "\n"
+		parts[i] = p + ":\n" + jsText(b) + "\n"
 	}
 	return textResult(strings.Join(parts, "\n---\n")), nil
 }
@@ -280,9 +269,6 @@ func (s *Server) getFileInfo(_ context.Context, a args) (*result, error) {
 	}
 	info, err := s.f.Stat(t.key)
 	if err != nil {
-		if errnoOf(err) == syscall.ENOTDIR {
-			return nil, s.notDir(err, "stat", t)
-		}
 		return nil, fsError(err, "stat", t.abs)
 	}
 	// The merged view keeps one time per file (a draft entry's, a

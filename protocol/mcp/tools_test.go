@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestReadLimits(t *testing.T) {
 	if info := e.ok("get_file_info", m("path", "long.txt")); strings.Contains(info, "sha256") {
 		t.Errorf("get_file_info of a file over the limit shows a sha256: %q", info)
 	}
-	if r := e.ok("search_content", m("path", ".", "pattern", "line 1")); !strings.Contains(r, "No matches found (skipped 3 binary files and 1 files over 1000 B)") {
+	if r := e.ok("search_content", m("path", ".", "pattern", "line 1")); !strings.Contains(r, "No matches found (skipped 3 binary files and 1 file over 1000 B)") {
 		t.Errorf("search_content: %q", r)
 	}
 }
@@ -570,4 +571,38 @@ func TestDirectoryTreeJSON(t *testing.T) {
 	if got := e.ok("directory_tree", m("path", "emptydir")); got != "[]" {
 		t.Errorf("empty: %q", got)
 	}
+}
+
+// TestSymlinkedNames: a workspace or allowed directory reached through a
+// symlink answers to both names, as the reference allows both.
+func TestSymlinkedNames(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "tree")
+	makeTree(t, root)
+	link := filepath.Join(base, "link")
+	if err := os.Symlink("tree", link); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("allowed dir", func(t *testing.T) {
+		ws, d, f := openView(t, root, filepath.Join(base, "state1"))
+		e := serveEnv(t, root, ws, d, f, withOptions(func(o *Options) { o.Dirs = []string{filepath.Join(link, "sub")} }))
+		if got := e.ok("list_allowed_directories", nil); got != "Allowed directories:\n"+filepath.Join(link, "sub")+"\n"+filepath.Join(root, "sub") {
+			t.Errorf("allowed: %q", got)
+		}
+		for _, p := range []string{filepath.Join(link, "sub/y.ts"), filepath.Join(root, "sub/y.ts"), "y.ts"} {
+			if got := e.ok("read_text_file", m("path", p)); got != fixtureFiles["sub/y.ts"] {
+				t.Errorf("%s: %q", p, got)
+			}
+		}
+		e.fails("read_text_file", m("path", filepath.Join(link, "a.txt")), "Access denied - path outside allowed directories")
+	})
+	t.Run("workspace", func(t *testing.T) {
+		ws, d, f := openView(t, link, filepath.Join(base, "state2"))
+		e := serveEnv(t, link, ws, d, f)
+		for _, p := range []string{filepath.Join(link, "a.txt"), filepath.Join(root, "a.txt")} {
+			if got := e.ok("read_text_file", m("path", p)); got != fixtureFiles["a.txt"] {
+				t.Errorf("%s: %q", p, got)
+			}
+		}
+	})
 }

@@ -50,8 +50,6 @@ func (s *Server) write(t target, data []byte) error {
 		return fsError(syscall.EISDIR, "open", t.abs)
 	case err == nil:
 		perm = info.Mode.Perm()
-	case errnoOf(err) == syscall.ENOTDIR:
-		return s.notDir(err, "open", t)
 	default:
 		if err := s.checkParent(t, "open", t.abs); err != nil {
 			return err
@@ -76,7 +74,7 @@ func (s *Server) editFile(_ context.Context, a args) (*result, error) {
 	if err != nil {
 		return nil, &toolError{msg: err.Error()}
 	}
-	out := editResult(unifiedDiff(t.abs, before, after))
+	out := editResult(jsText([]byte(unifiedDiff(t.abs, before, after))))
 	if a.boolean("dryRun") || after == before {
 		return textResult(out), nil
 	}
@@ -108,8 +106,6 @@ func (s *Server) createDirectory(_ context.Context, a args) (*result, error) {
 	case err == nil && !info.IsDir():
 		return nil, fsError(syscall.EEXIST, "mkdir", t.abs)
 	case err == nil:
-	case errnoOf(err) == syscall.ENOTDIR:
-		return nil, s.notDir(err, "mkdir", t)
 	default:
 		if err := s.f.MkdirAll(t.key); err != nil {
 			return nil, fsError(err, "mkdir", t.abs)

@@ -1,7 +1,7 @@
-// mcp-client.mjs drives an MCP server through the official TypeScript SDK
+// mcp/client.mjs drives an MCP server through the official TypeScript SDK
 // client, for draftfs's differential tests and benchmarks.
 //
-//   node mcp-client.mjs SCRIPT.json -- SERVER_CMD [ARGS...]
+//   node mcp/client.mjs SCRIPT.json -- SERVER_CMD [ARGS...]
 //
 // SCRIPT.json is {"roots"?: [uri...], "steps": [step...]}. With "roots" the
 // client declares the roots capability and answers roots/list with them.
@@ -33,7 +33,7 @@ import {
 
 const sep = process.argv.indexOf("--");
 if (sep < 3 || sep + 1 >= process.argv.length) {
-  console.error("usage: node mcp-client.mjs SCRIPT.json -- SERVER_CMD [ARGS...]");
+  console.error("usage: node mcp/client.mjs SCRIPT.json -- SERVER_CMD [ARGS...]");
   process.exit(2);
 }
 const script = JSON.parse(readFileSync(process.argv[2], "utf8"));

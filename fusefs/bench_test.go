@@ -1,0 +1,47 @@
+package fusefs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkPushToReadable measures the time from an editor buffer push
+// returning to its text being read whole through the mount (an open, a
+// read and a close, each through FUSE), and reports the 50th and 99th
+// percentiles.
+func BenchmarkPushToReadable(b *testing.B) {
+	m := testMount(b, mountOptions{files: map[string]string{"src/main.go": "package main\n"}})
+	p := filepath.Join(m.mnt, "src/main.go")
+	bufs := m.ws.Buffers()
+	if err := bufs.Open("src/main.go", 1, []byte("package main\n")); err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	buf := make([]byte, 64<<10)
+	b.ResetTimer()
+	for i := range b.N {
+		text := fmt.Appendf(nil, "package main\n\n// edit %d\nfunc f%d() {}\n", i, i)
+		if _, err := bufs.Replace("src/main.go", int64(i+2), text); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := f.Read(buf)
+		f.Close()
+		lat = append(lat, time.Since(start))
+		if string(buf[:n]) != string(text) {
+			b.Fatalf("push %d: read %q", i, buf[:n])
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
