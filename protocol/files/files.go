@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/draftfs/draftfs/overlay"
@@ -138,7 +139,7 @@ func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		return nil, &fs.PathError{Op: "read", Path: key, Err: errIsDir}
+		return nil, &fs.PathError{Op: "read", Path: key, Err: syscall.EISDIR}
 	}
 	if limit > 0 && fi.Size() > limit {
 		return nil, fmt.Errorf("%s: %d bytes, limit %d: %w", key, fi.Size(), limit, ErrTooLarge)
@@ -159,8 +160,6 @@ func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
-
-var errIsDir = errors.New("is a directory")
 
 // WriteFile implements Files.
 func (l *Local) WriteFile(key string, data []byte, perm fs.FileMode) error {
