@@ -33,6 +33,9 @@ type node struct {
 	// dropping is closed when a NotifyContent of the node in progress
 	// has landed; nil when none is.
 	dropping chan struct{}
+	// dirAttrs is contentSig of a directory's attributes when its
+	// listing was last checked (see OpendirHandle).
+	dirAttrs uint64
 	// backing is the file passthrough opens of this node use; set by
 	// the first one and kept, as go-fuse keeps one backing file per node.
 	backing   fileID

@@ -173,38 +173,55 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	return n.srv.newChild(ctx, &n.Inode, to, fi, &out.Attr), 0
 }
 
-// OpendirHandle implements NodeOpendirHandler. The listing is read now
-// and kept in the handle, so offsets stay stable; the kernel keeps it
-// across opens while it is unchanged.
+// OpendirHandle implements NodeOpendirHandler. The kernel keeps
+// listings across opens (FOPEN_CACHE_DIR); changes made through the
+// mount reset them, and the feed consumer drops those of directories
+// changed elsewhere. So the listing kept by the kernel is trusted when
+// it was checked before, the directory's own attributes did not change
+// since (a change on disk changes them) and the feed has no change
+// waiting to be applied; otherwise the listing is read now and compared
+// with the one the kernel holds, which is dropped if it differs. The
+// handle reads its listing at most once, so its offsets stay stable.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	key, _, errno := n.current()
+	key, fi, errno := n.current()
 	if errno != 0 {
 		return nil, 0, errno
+	}
+	h := &dirHandle{n: n, key: key}
+	attrs := contentSig(fi)
+	n.mu.Lock()
+	trusted := n.sig != 0 && n.dirAttrs == attrs
+	n.mu.Unlock()
+	if trusted && n.srv.feedIdle() {
+		return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 	}
 	ents, err := n.srv.fsys.ReadDir(key)
 	if err != nil {
 		return nil, 0, n.srv.errno("readdir", err)
 	}
+	h.ents, h.loaded = ents, true
 	sig := listingSig(ents)
 	n.mu.Lock()
 	stale := n.sig != 0 && n.sig != sig
-	n.sig = sig
+	n.sig, n.dirAttrs = sig, attrs
 	n.mu.Unlock()
 	if stale {
 		// The kernel's cached listing is older than this one.
 		n.NotifyContent(0, 0)
 	}
-	return &dirHandle{n: n, ents: ents}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
-// dirHandle is an open directory: its listing as of the open.
+// dirHandle is an open directory.
 type dirHandle struct {
-	n    *node         // read only
-	ents []fs.DirEntry // read only
+	n   *node  // read only
+	key string // read only: the directory's path at the open
 
-	mu   sync.Mutex // protects the following
-	pos  int        // next entry: 0 is ".", 1 "..", then ents
-	last fs.FileInfo
+	mu     sync.Mutex // protects the following
+	ents   []fs.DirEntry
+	loaded bool // ents holds the listing
+	pos    int  // next entry: 0 is ".", 1 "..", then ents
+	last   fs.FileInfo
 }
 
 // Readdirent implements FileReaddirenter. Entry i has offset i+1.
@@ -212,6 +229,13 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.last = nil
+	if !h.loaded {
+		ents, err := h.n.srv.fsys.ReadDir(h.key)
+		if err != nil {
+			return nil, h.n.srv.errno("readdir", err)
+		}
+		h.ents, h.loaded = ents, true
+	}
 	for {
 		pos := h.pos
 		switch {
@@ -242,7 +266,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.pos = int(min(off, uint64(len(h.ents)+2)))
+	h.pos = int(off) // past the end: Readdirent ends the listing
 	h.last = nil
 	return 0
 }

@@ -188,14 +188,17 @@ const freshFor = time.Second
 // node's passthrough opens of another file to close.
 const drainWait = 100 * time.Millisecond
 
-// admit counts h among n's opens, as a passthrough open when wantPT and
-// the kernel can take it beside n's other opens (they share one backing
-// file, id, and mix with no other), else as an open through the server.
-// When passthrough opens of another file stand in the way, the path is
-// moved to a fresh node and the open answered with ESTALE, so the kernel
-// looks the path up again and retries; so is an open that could have
-// passthrough on a fresh node, where the kernel has no cached open. A
-// fresh node itself waits a moment for the other opens to close instead.
+// admit counts h among n's opens: as a passthrough open when wantPT and
+// the kernel can take it (every passthrough open of an inode shares one
+// backing file, id here, writable for a writer, and none mixes with an
+// open through the server), else as an open through the server. When the
+// node's passthrough opens stand in the way, or the node is idle but
+// bound to another backing file (go-fuse may still hold it a moment
+// after its last open closed), the path moves to a fresh node and the
+// open is answered ESTALE: the kernel looks the path up again and
+// retries. A fresh node, which may be that retry, gets no ESTALE: it
+// waits a moment for its passthrough opens to close, and otherwise
+// serves the open through the server.
 func (n *node) admit(h *handle, id fileID, wantPT bool) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -214,8 +217,8 @@ func (n *node) admit(h *handle, id fileID, wantPT bool) syscall.Errno {
 			h.pt = true
 			return 0
 		case n.ptOpen == 0 && wantPT && n.cached == 0 && !fresh:
-			// go-fuse may still hold the node's previous backing file
-			// for a moment after its last passthrough open closed.
+			// Idle, bound to another backing file: a fresh node will
+			// have passthrough again.
 		case n.ptOpen == 0:
 			n.cached++
 			return 0
@@ -227,10 +230,7 @@ func (n *node) admit(h *handle, id fileID, wantPT bool) syscall.Errno {
 			n.draining--
 			continue
 		}
-		// The kernel serves this inode from another backing file (or a
-		// read-only one) and refuses a second one, or an open through
-		// the server beside it. The path moves to a fresh node, as a
-		// replaced file would.
+		// The path moves to a fresh node, as a replaced file would.
 		n.srv.replace(n)
 		return syscall.ESTALE
 	}
@@ -258,9 +258,6 @@ func (n *node) released(h *handle) {
 // passthrough reports whether the kernel accepts files of device dev as
 // passthrough backing files, asking it once per device with f.
 func (s *Server) passthrough(f *os.File, dev uint64) bool {
-	if os.Getenv("NOPT") != "" {
-		return false
-	}
 	s.mu.Lock()
 	ok, known := s.ptDev[dev]
 	s.mu.Unlock()

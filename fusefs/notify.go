@@ -12,28 +12,45 @@ import (
 // view from outside the mount, until the subscription closes. It runs on
 // its own goroutine and holds no lock while it notifies the kernel.
 func (s *Server) consume() {
+	s.feedLive.Store(true)
+	defer s.feedLive.Store(false)
 	for c := range s.sub.C {
-		if c.Overflow {
-			s.invalidateAll()
-		}
-		if c.Draft != "" && c.Draft != s.d.Name() {
-			continue // another draft's view
-		}
-		if c.Draft != "" && c.Source == overlay.SourceMount {
-			continue // made through the mount: the kernel saw it
-		}
-		switch c.Kind {
-		case overlay.ChangeWrite, overlay.ChangeAttr:
-			s.invalidateNode(c.Path)
-		case overlay.ChangeRename:
-			s.invalidateEntry(c.From)
-			s.invalidateEntry(c.Path)
-			s.moveNode(c.From, c.Path)
-		default:
-			// Creates, removals, commits, discards, undos, buffers and
-			// disk changes may change what a name denotes.
-			s.invalidateEntry(c.Path)
-		}
+		s.applying.Store(true)
+		s.apply(c)
+		s.applying.Store(false)
+	}
+}
+
+// feedIdle reports whether every change published on the feed so far
+// was applied: none is queued or being applied, and the consumer runs.
+// A change the consumer has just taken, before it marks it as being
+// applied, is missed: a window of a few instructions.
+func (s *Server) feedIdle() bool {
+	return s.feedLive.Load() && len(s.sub.C) == 0 && !s.applying.Load()
+}
+
+// apply invalidates what the kernel caches of one change.
+func (s *Server) apply(c overlay.Change) {
+	if c.Overflow {
+		s.invalidateAll()
+	}
+	if c.Draft != "" && c.Draft != s.d.Name() {
+		return // another draft's view
+	}
+	if c.Draft != "" && c.Source == overlay.SourceMount {
+		return // made through the mount: the kernel saw it
+	}
+	switch c.Kind {
+	case overlay.ChangeWrite, overlay.ChangeAttr:
+		s.invalidateNode(c.Path)
+	case overlay.ChangeRename:
+		s.invalidateEntry(c.From)
+		s.invalidateEntry(c.Path)
+		s.moveNode(c.From, c.Path)
+	default:
+		// Creates, removals, commits, discards, undos, buffers and
+		// disk changes may change what a name denotes.
+		s.invalidateEntry(c.Path)
 	}
 }
 

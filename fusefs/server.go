@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,8 @@ type Server struct {
 	root       *node          // read only
 	fuse       *fuse.Server   // read only once Mount returns
 	sub        *overlay.Subscription
+	feedLive   atomic.Bool          // the feed consumer runs
+	applying   atomic.Bool          // the feed consumer is applying a change
 	logf       func(string, ...any) // read only
 	uid, gid   uint32               // read only: the server's own ids
 	done       chan struct{}        // closed when the mount is gone and the feed drained

@@ -273,3 +273,17 @@ rename to new
 		t.Fatalf("diff:\n%s\nwant:\n%s", all.String(), want)
 	}
 }
+
+func TestDiffOfFileInNewDirectory(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	must(t, f.MkdirAll("newdir", 0o755))
+	must(t, afero.WriteFile(f, "newdir/new.txt", []byte("n\n"), 0o644))
+	diffs, err := d.Diff()
+	if err != nil || len(diffs) != 1 {
+		t.Fatalf("%+v %v", diffs, err)
+	}
+	want := "diff --git a/newdir/new.txt b/newdir/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/newdir/new.txt\n@@ -0,0 +1 @@\n+n\n"
+	if diffs[0].Patch != want {
+		t.Fatalf("patch:\n%s\nwant:\n%s", diffs[0].Patch, want)
+	}
+}

@@ -60,13 +60,18 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	if it.from != "" {
 		oldPath, lower = it.from, it.from
 	}
-	old, oldExists, err := d.userContent(lower)
-	if err != nil {
-		return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
+	var old []byte
+	oldExists := false
+	if it.e.Base == nil || !it.e.Base.NoLower || it.from != "" {
+		var err error
+		if old, oldExists, err = d.userContent(lower); err != nil {
+			return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
+		}
 	}
 	var cur []byte
 	newExists := it.e.Kind != kindWhiteout
 	if newExists {
+		var err error
 		if cur, err = d.draftContent(&it.e, &n); err != nil {
 			return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
 		}

@@ -170,8 +170,7 @@ const maxSymlinks = 40
 // that leaves the workspace is refused with ErrOutside.
 func (d *Draft) follow(key string) (string, error) {
 	for range maxSymlinks {
-		fi, err := d.lstat(key)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		if !d.isSymlink(key) {
 			return key, nil // a missing target is the caller's ENOENT
 		}
 		target, err := d.readlink(key)
@@ -185,6 +184,22 @@ func (d *Draft) follow(key string) (string, error) {
 		key = next
 	}
 	return "", pathErr("open", key, syscall.ELOOP)
+}
+
+// isSymlink reports whether key is a symlink in the view; a draft
+// object's type is known without asking the disk.
+func (d *Draft) isSymlink(key string) bool {
+	d.mu.RLock()
+	p := d.peek(key)
+	d.mu.RUnlock()
+	if p.err != nil {
+		return false
+	}
+	if p.ino != 0 {
+		return p.n.Mode&fs.ModeSymlink != 0
+	}
+	fi, err := d.lowerStat(baseOf(key), p.w.lower)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // linkTarget is the key a symlink at key points to, if inside the view.
@@ -219,8 +234,7 @@ func (d *Draft) Resolve(p string) (string, error) {
 	for hops := 0; rest != ""; {
 		elem, tail, _ := strings.Cut(rest, "/")
 		next := join(done, elem)
-		fi, err := d.lstat(next)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		if !d.isSymlink(next) {
 			done, rest = next, tail
 			continue
 		}

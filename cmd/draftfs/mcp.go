@@ -5,7 +5,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/overlay"
@@ -28,7 +27,8 @@ read-only draft_status and draft_diff. No tool commits.
 The tools reach the ALLOWED_DIRs (default: the workspace), which must lie
 inside the workspace; a client that has MCP roots replaces them with its
 roots. Files are also resources (file:// URIs) a client can subscribe to.
-Files over 10 MiB are not read whole.
+Files over 10 MiB are not read whole; a message over 64 MiB ends the
+session.
 
 It uses the workspace's running daemon, or serves the workspace itself
 while it runs, so draftfs status and editors still reach it.`,
@@ -47,7 +47,7 @@ while it runs, so draftfs status and editors still reach it.`,
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if err := s.Run(ctx, &sdk.StdioTransport{}); err != nil && ctx.Err() == nil {
+		if err := s.RunStdio(ctx); err != nil && ctx.Err() == nil {
 			return err
 		}
 		return nil

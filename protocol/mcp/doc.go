@@ -53,7 +53,10 @@
 //     draft and leave the disk untouched;
 //   - binary files (a NUL byte in the first 8000 bytes) are refused as
 //     text; files over [Options.MaxFileSize] (default
-//     [DefaultMaxFileSize], 10 MiB) are not read whole by any tool;
+//     [DefaultMaxFileSize], 10 MiB) are not read by any tool, not even
+//     for head or tail ([files.Files] reads only whole files);
+//   - invalid UTF-8 is shown as Node shows it, but edit_file and
+//     append_file keep the file's bytes as they are;
 //   - an unclosed "[", "{" or "(" in a glob is an error, not a literal;
 //   - edit_file keeps a CRLF file's line ends (the reference rewrites it
 //     with LF);
@@ -63,7 +66,9 @@
 //   - get_file_info's created and accessed times are the modification
 //     time: the merged view keeps one time per file;
 //   - a root above the workspace allows the workspace: nothing else is in
-//     the view.
+//     the view;
+//   - on stdio ([Server.RunStdio]) a message over [MaxMessageSize]
+//     (64 MiB) ends the session.
 //
 // # Resources
 //

@@ -117,7 +117,7 @@ func (s *Server) validate(requested string) (target, error) {
 	key, err := s.f.Resolve(abs)
 	switch {
 	case errors.Is(err, overlay.ErrOutside):
-		return target{}, errorf("Access denied - symlink target outside allowed directories: a symlink in %s leads out of the workspace %s, not in %s", abs, s.root, strings.Join(dirs, ", "))
+		return target{}, errorf("Access denied - symlink target outside allowed directories: %s leads out of the workspace %s through a symlink, not in %s", abs, s.root, strings.Join(dirs, ", "))
 	case err != nil:
 		return target{}, fsError(err, "realpath", abs)
 	}

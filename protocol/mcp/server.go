@@ -20,6 +20,11 @@ import (
 // otherwise.
 const DefaultMaxFileSize = 10 << 20
 
+// MaxMessageSize bounds one message from the client on stdio (RunStdio):
+// a bigger one ends the session, as the SDK cannot skip it. It is well
+// above what the tools read whole, so a write may be larger than a read.
+const MaxMessageSize = 64 << 20
+
 // rootsTimeout bounds the wait for the client's answer to roots/list.
 const rootsTimeout = 30 * time.Second
 
@@ -141,6 +146,12 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	stop := s.watch()
 	defer stop()
 	return s.sdk.Run(ctx, t)
+}
+
+// RunStdio is Run on stdin and stdout, with messages up to
+// MaxMessageSize.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.Run(ctx, &sdk.StdioTransport{MaxLineLength: MaxMessageSize})
 }
 
 // allowedDirs is a snapshot of the allowed directories.

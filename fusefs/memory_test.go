@@ -1,0 +1,105 @@
+package fusefs
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMemoryBounded walks 100,000 files through the mount: the server
+// keeps a node for each only while the kernel holds it, so once the
+// kernel drops its caches the nodes go, and repeated walks do not grow
+// the heap or the resident set.
+func TestMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 100,000 files")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make the kernel drop its caches")
+	}
+	const dirs, perDir = 100, 1000
+	m := testMount(t, mountOptions{})
+	for d := range dirs {
+		dir := filepath.Join(m.root, fmt.Sprintf("d%03d", d))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f := range perDir {
+			fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%04d", f)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fh.Close()
+		}
+	}
+	walk := func() {
+		t.Helper()
+		out := shell(t, m.mnt, "find . | wc -l")
+		if got, want := strings.TrimSpace(out), strconv.Itoa(1+dirs+dirs*perDir); got != want {
+			t.Fatalf("find saw %s entries, want %s", got, want)
+		}
+	}
+	dropCaches := func() int {
+		t.Helper()
+		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+			t.Skipf("cannot make the kernel drop its caches: %v", err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n := m.srv.Nodes()
+			if n < 1000 || time.Now().After(deadline) {
+				return n
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	walk()
+	held := m.srv.Nodes()
+	heapHeld, rssHeld := memory(t)
+	if held < dirs*perDir/2 {
+		t.Logf("the kernel holds only %d nodes after the walk", held)
+	}
+	if left := dropCaches(); left >= 1000 {
+		t.Fatalf("%d nodes left after the kernel dropped its caches (%d after the walk)", left, held)
+	}
+	heap0, rss0 := memory(t)
+	for range 3 {
+		walk()
+		dropCaches()
+	}
+	heap1, rss1 := memory(t)
+	t.Logf("after a walk: %d nodes, heap %d KiB, RSS %d KiB; after the kernel let go: heap %d -> %d KiB, RSS %d -> %d KiB over three more walks",
+		held, heapHeld>>10, rssHeld>>10, heap0>>10, heap1>>10, rss0>>10, rss1>>10)
+	if heap1 > heap0+heap0/2+16<<20 {
+		t.Errorf("the heap grew from %d to %d KiB over three walks", heap0>>10, heap1>>10)
+	}
+	if rss1 > rss0+rss0/2+64<<20 {
+		t.Errorf("the resident set grew from %d to %d KiB over three walks", rss0>>10, rss1>>10)
+	}
+}
+
+// memory returns the live heap after a collection and the resident set.
+func memory(t *testing.T) (heap, rss uint64) {
+	t.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range bytes.Lines(status) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, _ := strconv.ParseUint(string(bytes.Fields(rest)[0]), 10, 64)
+			rss = kb << 10
+		}
+	}
+	return ms.HeapInuse, rss
+}
