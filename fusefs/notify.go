@@ -2,31 +2,76 @@ package fusefs
 
 import (
 	"strings"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 
 	"github.com/draftfs/draftfs/overlay"
 )
 
+// Feed polling: how often the consumer looks for changes right after
+// some arrived, and at most when none did for a while.
+const (
+	pollBusy = 100 * time.Microsecond
+	pollIdle = 2 * time.Millisecond
+	busyFor  = 50 * time.Millisecond
+)
+
 // consume invalidates what the kernel caches of every change made to the
 // view from outside the mount, until the subscription closes. It runs on
-// its own goroutine and holds no lock while it notifies the kernel.
+// its own goroutine. It takes changes off the feed only with feedMu held
+// and applies them before releasing it, so that feedIdle can tell that
+// every change published so far was applied; it polls rather than block
+// in a receive, as a change received outside the lock would be applied
+// unseen. No FUSE handler waits for feedMu (see feedIdle), so the kernel
+// notifications made with it held cannot deadlock.
 func (s *Server) consume() {
-	s.feedLive.Store(true)
-	defer s.feedLive.Store(false)
-	for c := range s.sub.C {
-		s.applying.Store(true)
-		s.apply(c)
-		s.applying.Store(false)
+	lastBusy := time.Now()
+	for {
+		s.feedMu.Lock()
+		applied, open := s.drain()
+		s.feedMu.Unlock()
+		if !open {
+			return
+		}
+		if applied {
+			lastBusy = time.Now()
+		}
+		if time.Since(lastBusy) < busyFor {
+			time.Sleep(pollBusy)
+		} else {
+			time.Sleep(pollIdle)
+		}
+	}
+}
+
+// drain applies the changes queued on the feed; open is false once the
+// subscription closed. Must be called with s.feedMu held.
+func (s *Server) drain() (applied, open bool) {
+	for {
+		select {
+		case c, ok := <-s.sub.C:
+			if !ok {
+				s.feedClosed = true
+				return applied, false
+			}
+			s.apply(c)
+			applied = true
+		default:
+			return applied, true
+		}
 	}
 }
 
 // feedIdle reports whether every change published on the feed so far
-// was applied: none is queued or being applied, and the consumer runs.
-// A change the consumer has just taken, before it marks it as being
-// applied, is missed: a window of a few instructions.
+// has been applied: none is queued, the consumer is not applying one and
+// still runs. It never waits: a consumer at work means "not idle".
 func (s *Server) feedIdle() bool {
-	return s.feedLive.Load() && len(s.sub.C) == 0 && !s.applying.Load()
+	if !s.feedMu.TryLock() {
+		return false
+	}
+	defer s.feedMu.Unlock()
+	return !s.feedClosed && len(s.sub.C) == 0
 }
 
 // apply invalidates what the kernel caches of one change.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,11 +50,12 @@ type Server struct {
 	root       *node          // read only
 	fuse       *fuse.Server   // read only once Mount returns
 	sub        *overlay.Subscription
-	feedLive   atomic.Bool          // the feed consumer runs
-	applying   atomic.Bool          // the feed consumer is applying a change
 	logf       func(string, ...any) // read only
 	uid, gid   uint32               // read only: the server's own ids
 	done       chan struct{}        // closed when the mount is gone and the feed drained
+
+	feedMu     sync.Mutex // held while taking changes off the feed and applying them
+	feedClosed bool       // protected by feedMu: the subscription closed
 
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced

@@ -51,8 +51,14 @@
 // Draft.mu (an RWMutex) protects the draft's in-memory metadata. Readers
 // hold it only to resolve a path, never across disk I/O or buffer reads;
 // namespace changes hold it for the metadata update and its bbolt
-// transaction. Writes to open draft files do not take it. The change feed
+// transaction. Writes to open draft files do not take it. Draft.filesMu,
+// taken after Draft.mu, counts the handles open on each inode, so an
+// inode whose last name goes while open lives on (unlink while open) and
+// a commit keeps in the draft a file still open for writing. Commit,
+// discard and undo are serialised by Draft.commitMu, taken before
+// Draft.mu. The change feed
 // never blocks a publisher: each subscriber has a bounded queue and a
 // subscriber that falls behind is told it lost events (Change.Overflow)
-// and must resynchronise. Lock order: Workspace.mu before Draft.mu.
+// and must resynchronise. Lock order: Workspace.mu, Draft.commitMu,
+// Draft.mu, Draft.filesMu.
 package overlay

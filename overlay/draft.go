@@ -31,7 +31,6 @@ type Draft struct {
 	inodes   map[uint64]*inode
 	links    map[uint64]int // entries naming each inode
 	nextIno  uint64
-	lowerIno map[string]uint64 // inode numbers for a disk layer without them
 	// writers counts the handles open for writing on each inode: a
 	// commit keeps their entries (see runLocked).
 	writers map[uint64]int
@@ -57,7 +56,7 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Draft{w: w, name: name, dir: dir, st: st, lowerIno: map[string]uint64{}, writers: map[uint64]int{},
+	d := &Draft{w: w, name: name, dir: dir, st: st, writers: map[uint64]int{},
 		handles: map[uint64]int{}, orphans: map[uint64]inode{}}
 	if err := d.reload(); err != nil {
 		st.close()

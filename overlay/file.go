@@ -191,7 +191,8 @@ type lowerFile struct {
 	off  int64
 	disk afero.File // nil for a file that was only an editor buffer
 	text []byte     // such a file's text as last read
-	// seq is the file Read last read from and seqOff its own offset.
+	// seq is the file Read last read from (the disk file when opened)
+	// and seqOff its own offset.
 	seq    afero.File
 	seqOff int64
 	data   *os.File // the draft's copy, once there is one
@@ -373,7 +374,11 @@ func (f *lowerFile) stat() (fs.FileInfo, error) {
 	}
 	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
 	if err == nil {
-		if f.disk != nil && !f.d.lowerNamed(f.lower, f.ino) {
+		ino := f.ino
+		if f.disk == nil {
+			ino = 0 // an editor's file gets the disk's number once saved
+		}
+		if !f.d.lowerNamed(f.lower, ino) {
 			fi.attr.Nlink = 0 // unlinked in the draft
 		}
 		return fi, nil
@@ -405,10 +410,14 @@ func (f *lowerFile) Readdir(int) ([]fs.FileInfo, error) { return nil, badDir(f.n
 func (f *lowerFile) Readdirnames(int) ([]string, error) { return nil, badDir(f.name) }
 
 // lowerNamed reports whether the view still shows the lower object at
-// lower (inode ino) under some name: its own path, where a rename moved
-// it, or below a renamed directory.
+// lower (inode ino, 0: whatever its number) under some name: its own
+// path, where a rename moved it, or below a renamed directory.
 func (d *Draft) lowerNamed(lower string, ino uint64) bool {
-	if fi, err := d.lstat(lower); err == nil && fi.Sys().(*Attr).Ino == ino {
+	same := func(k string) bool {
+		fi, err := d.lstat(k)
+		return err == nil && (ino == 0 || fi.Sys().(*Attr).Ino == ino)
+	}
+	if same(lower) {
 		return true // the usual case: still at its own path
 	}
 	d.mu.RLock()
@@ -424,7 +433,7 @@ func (d *Draft) lowerNamed(lower string, ino uint64) bool {
 	}
 	d.mu.RUnlock()
 	for _, k := range cands {
-		if fi, err := d.lstat(k); err == nil && fi.Sys().(*Attr).Ino == ino {
+		if same(k) {
 			return true
 		}
 	}

@@ -74,7 +74,7 @@ func (d *Draft) openDisk(key, name string) afero.File {
 		fd.Close()
 		return nil
 	}
-	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: infoFrom(baseOf(key), w.lower, fi).attr.Ino, d: d, disk: fd}
+	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: infoFrom(baseOf(key), w.lower, fi).attr.Ino, d: d, disk: fd, seq: fd}
 	// Held, so a copy-up's data file outlives its names while open.
 	d.mu.RLock()
 	d.holdFile(lf.ino)
@@ -116,7 +116,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	// disk deletes or replaces the path; a buffer-only file has none.
 	disk, err := d.w.disk.Open(diskName(p.w.lower))
 	if err == nil {
-		lf.disk = disk
+		lf.disk, lf.seq = disk, disk
 	} else if s, ok := d.dirtyBuffer(p.w.lower); ok {
 		lf.text = s.Text
 	} else {
@@ -321,9 +321,10 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 	return ino, d.finish(t)
 }
 
-// finish applies t and then releases the inodes no entry names any more
-// (their data files go; open handles keep reading them). Must be called
-// with d.mu held for writing.
+// finish applies t and then releases the inodes no entry names any more:
+// their data files go, or, while handles are open on them, become
+// orphans that go with the last handle (see Draft.orphans). Must be
+// called with d.mu held for writing.
 func (d *Draft) finish(t *txn) error {
 	counts := map[uint64]int{}
 	for k, e := range t.entries {

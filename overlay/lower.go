@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -125,15 +126,23 @@ func (d *Draft) bufferAbove(lowerPath string) bool {
 // needs none of afero.BasePathFs's checks, and this is the hot path.
 func (d *Draft) diskLstat(p string) (fs.FileInfo, error) {
 	if d.w.osDisk {
-		return os.Lstat(d.w.Abs(p))
+		return os.Lstat(d.osPath(p))
 	}
 	return lstatDisk(d.w.disk, p)
+}
+
+// osPath is the OS path of a clean key on the OS disk layer.
+func (d *Draft) osPath(key string) string {
+	if key == "" {
+		return d.w.root
+	}
+	return d.w.root + string(filepath.Separator) + filepath.FromSlash(key)
 }
 
 // diskOpen opens a disk path for reading, as diskLstat does.
 func (d *Draft) diskOpen(p string, flag int) (afero.File, error) {
 	if d.w.osDisk {
-		f, err := os.OpenFile(d.w.Abs(p), flag, 0)
+		f, err := os.OpenFile(d.osPath(p), flag, 0)
 		if err != nil {
 			return nil, err // not a nil *os.File in an interface
 		}

@@ -58,7 +58,7 @@ var modelVariants = []modelVariant{
 }
 
 func TestModel(t *testing.T) {
-	runs, ops := 60, 80
+	runs, ops := 40, 80
 	if *modelLong {
 		runs, ops = 2000, 200
 	} else if testing.Short() {
@@ -91,14 +91,32 @@ func TestModel(t *testing.T) {
 // runModel runs one sequence; false when it failed.
 func runModel(t *testing.T, v modelVariant, seed uint64, ops int) bool {
 	t.Helper()
+	fds := openFDs(t)
 	m := newModel(t, v, seed)
-	defer m.cleanup()
 	ok := m.run(ops)
+	m.cleanup()
+	if now := openFDs(t); now > fds {
+		t.Errorf("model %s: %d file descriptors leaked", v.name, now-fds)
+		ok = false
+	}
 	if !ok {
-		t.Logf("model %s failed; reproduce with: go test ./overlay -run 'TestModel/%s$' -seed=%d (or DRAFTFS_SEED=%d)\nlast operations:\n%s",
-			v.name, v.name, seed, seed, strings.Join(m.trace, "\n"))
+		long := ""
+		if *modelLong {
+			long = " -long"
+		}
+		t.Logf("model %s failed; reproduce with: go test ./overlay -run 'TestModel/%s$'%s -seed=%d (or DRAFTFS_SEED=%d)\nlast operations:\n%s",
+			v.name, v.name, long, seed, seed, strings.Join(m.trace, "\n"))
 	}
 	return ok
+}
+
+// openFDs counts the process's open file descriptors.
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
 
 // handlePair is a file open in both trees.
@@ -195,7 +213,7 @@ func (m *model) fail(format string, args ...any) {
 
 func (m *model) logf(format string, args ...any) {
 	m.trace = append(m.trace, fmt.Sprintf(format, args...))
-	if len(m.trace) > 150 {
+	if len(m.trace) > 400 {
 		m.trace = m.trace[1:]
 	}
 }
@@ -881,8 +899,8 @@ func (m *model) reopen() {
 	m.env.reopen()
 }
 
-// untouchedFile picks a regular file or, when none, a new name in a
-// directory of the reference that the view never changed.
+// untouchedPaths lists the regular files (wantFile) or the directories
+// of the reference that no changing operation of the view reached.
 func (m *model) untouchedPaths(wantFile bool) []string {
 	var out []string
 	for _, p := range append(m.refPaths(), "") {

@@ -159,7 +159,9 @@ func (d *Draft) lowerXattrs(key, lower string) (map[string][]byte, error) {
 		buf = make([]byte, sz)
 		n, err = unix.Llistxattr(p, buf)
 	}
-	if errors.Is(err, syscall.ENOTSUP) {
+	if errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOENT) {
+		// No attributes: the file system has none, or the file exists
+		// only as an editor buffer.
 		return out, nil
 	}
 	if err != nil {
