@@ -268,3 +268,34 @@ func (s *Set) List() []Info {
 	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Path, b.Path) })
 	return infos
 }
+
+// Children returns the names directly inside dir ("" is the root) that
+// dirty buffers lie at or below, each with whether it is a directory
+// (a buffer deeper down) — for listing files that exist only in an
+// editor, and the directories they would be created in.
+func (s *Set) Children(dir string) map[string]bool {
+	prefix := dir + "/"
+	if dir == "" {
+		prefix = ""
+	}
+	var out map[string]bool
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for p, b := range s.bufs {
+		if !strings.HasPrefix(p, prefix) || len(p) == len(prefix) {
+			continue
+		}
+		b.mu.RLock()
+		dirty := b.dirty
+		b.mu.RUnlock()
+		if !dirty {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		name, _, deeper := strings.Cut(p[len(prefix):], "/")
+		out[name] = out[name] || deeper
+	}
+	return out
+}

@@ -393,3 +393,26 @@ func TestOpenCloseRace(t *testing.T) {
 		t.Errorf("Get finds the buffer: %v; events say open: %v", ok, open)
 	}
 }
+
+func TestChildren(t *testing.T) {
+	s := NewSet()
+	for _, p := range []string{"a.txt", "new/dir/f.go", "new/g.go", "clean.txt"} {
+		if err := s.Open(p, 1, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save("clean.txt"); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Children("")
+	if len(got) != 2 || got["a.txt"] || !got["new"] {
+		t.Fatalf("root children %v", got)
+	}
+	got = s.Children("new")
+	if len(got) != 2 || !got["dir"] || got["g.go"] {
+		t.Fatalf("new/ children %v", got)
+	}
+	if got := s.Children("none"); len(got) != 0 {
+		t.Fatalf("children of an empty dir %v", got)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -124,6 +123,23 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.
 // listLower adds the lower directory's names and types to m: the disk's,
 // and files that exist only as unsaved editor buffers.
 func (d *Draft) listLower(lower string, m map[string]fs.FileMode) error {
+	inEditor := d.w.bufs.Children(lower)
+	if err := d.listDisk(lower, m); err != nil && !(errors.Is(err, fs.ErrNotExist) && len(inEditor) > 0) {
+		return err
+	}
+	for name, isDir := range inEditor {
+		if _, ok := m[name]; !ok {
+			m[name] = 0
+			if isDir {
+				m[name] = fs.ModeDir
+			}
+		}
+	}
+	return nil
+}
+
+// listDisk adds the disk directory's names and types to m.
+func (d *Draft) listDisk(lower string, m map[string]fs.FileMode) error {
 	f, err := d.diskOpen(lower, os.O_RDONLY)
 	if err != nil {
 		return err
@@ -137,26 +153,14 @@ func (d *Draft) listLower(lower string, m map[string]fs.FileMode) error {
 		for _, e := range ents {
 			m[e.Name()] = e.Type()
 		}
-	} else {
-		infos, err := f.Readdir(-1)
-		if err != nil {
-			return err
-		}
-		for _, fi := range infos {
-			m[fi.Name()] = fi.Mode().Type()
-		}
+		return nil
 	}
-	prefix := lower + "/"
-	if lower == "" {
-		prefix = ""
+	infos, err := f.Readdir(-1)
+	if err != nil {
+		return err
 	}
-	for _, b := range d.w.bufs.List() {
-		if !b.Dirty || !strings.HasPrefix(b.Path, prefix) || strings.Contains(b.Path[len(prefix):], "/") {
-			continue
-		}
-		if _, ok := m[b.Path[len(prefix):]]; !ok {
-			m[b.Path[len(prefix):]] = 0
-		}
+	for _, fi := range infos {
+		m[fi.Name()] = fi.Mode().Type()
 	}
 	return nil
 }

@@ -189,3 +189,42 @@ func TestXattrs(t *testing.T) {
 		t.Fatalf("committed xattr: %q %v", buf[:n], err)
 	}
 }
+
+// TestBufferInNewDirectory: a file the editor has open in a directory
+// that does not exist on disk yet shows, and so does the directory.
+func TestBufferInNewDirectory(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	must(t, d.Workspace().Buffers().Open("new/sub/f.go", 1, []byte("package sub\n")))
+	fi, err := f.Lstat("new")
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("new: %v %v", fi, err)
+	}
+	names := func(dir string) string {
+		ents, err := f.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("readdir %s: %v", dir, err)
+		}
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name()+map[bool]string{true: "/"}[e.IsDir()])
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(""); got != "a,new/" {
+		t.Fatalf("root: %s", got)
+	}
+	if got := names("new/sub"); got != "f.go" {
+		t.Fatalf("new/sub: %s", got)
+	}
+	if b, err := afero.ReadFile(f, "new/sub/f.go"); err != nil || string(b) != "package sub\n" {
+		t.Fatalf("read %q %v", b, err)
+	}
+	must(t, afero.WriteFile(f, "new/sub/g.go", []byte("package sub\n"), 0o644))
+	if got := names("new/sub"); got != "f.go,g.go" {
+		t.Fatalf("new/sub after a draft write: %s", got)
+	}
+	must(t, d.Workspace().Buffers().Close("new/sub/f.go"))
+	if got := names("new/sub"); got != "g.go" {
+		t.Fatalf("new/sub after the buffer closed: %s", got)
+	}
+}

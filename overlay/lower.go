@@ -104,6 +104,12 @@ func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
 		if errors.Is(err, fs.ErrNotExist) && d.bufferAbove(lowerPath) {
 			return nil, pathErr("lstat", lowerPath, syscall.ENOTDIR)
 		}
+		if errors.Is(err, fs.ErrNotExist) && len(d.w.bufs.Children(lowerPath)) > 0 {
+			// A directory the editor has a new file in, not saved yet.
+			now := time.Now()
+			return &fileInfo{name: name, mode: fs.ModeDir | 0o755, mtime: now,
+				attr: Attr{Ino: syntheticIno(lowerPath), Nlink: 2, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: now, Ctime: now}}, nil
+		}
 		return nil, err
 	}
 	return infoFrom(name, lowerPath, fi), nil
