@@ -38,7 +38,11 @@
 // records. Buffer methods of one connection apply in arrival order; the
 // others of a connection may run concurrently. Buffer methods may be
 // sent as notifications; when one fails the daemon sends buffer/resync
-// {path, message}: the client should send the full text.
+// {path, message}: the client should send the full text. Buffers a
+// connection opens after initialize are that editor's: they close when
+// the connection ends (its unsaved text went with it). Buffers opened
+// without initialize (scripts, `draftfs buffer open`) stay until
+// buffer/didClose.
 //
 // After initialize a connection receives draft/didChange {draft, path,
 // change, from?, source}, draft/didCommit {draft, paths} and

@@ -71,6 +71,9 @@ func (cn *conn) initialize(_ context.Context, req *jsonrpc2.Request) (any, error
 	}
 	cn.enc, _ = positionEncoding(name)
 	cn.subscribed.Store(true)
+	cn.ownMu.Lock()
+	cn.editor = true
+	cn.ownMu.Unlock()
 	res := InitializeResult{
 		ServerInfo:       Implementation{Name: "draftfs", Version: cn.s.opts.Version},
 		PositionEncoding: name,
@@ -109,7 +112,11 @@ func (cn *conn) didOpen(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, cn.s.ws.Buffers().Open(key, p.Version, []byte(p.Text))
+	if err := cn.s.ws.Buffers().Open(key, p.Version, []byte(p.Text)); err != nil {
+		return nil, err
+	}
+	cn.own(key, true)
+	return nil, nil
 }
 
 func (cn *conn) didChange(_ context.Context, req *jsonrpc2.Request) (any, error) {
@@ -183,6 +190,7 @@ func (cn *conn) didClose(_ context.Context, req *jsonrpc2.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	cn.own(key, false)
 	return nil, cn.s.ws.Buffers().Close(key)
 }
 

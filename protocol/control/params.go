@@ -112,7 +112,7 @@ type ReadParams struct {
 // ReadResult is a file's content: Text when it is UTF-8, else Data.
 type ReadResult struct {
 	Path string `json:"path"`
-	Text string `json:"text,omitempty"`
+	Text string `json:"text"`
 	Data []byte `json:"data,omitempty"`
 	// Binary: the content is not UTF-8 and is in Data (base64).
 	Binary bool `json:"binary,omitempty"`

@@ -147,6 +147,7 @@ func (s *Server) ServeConn(rwc io.ReadWriteCloser) {
 	go func() {
 		defer s.wg.Done()
 		<-cn.rpc.DisconnectNotify()
+		cn.closeOwned()
 		close(cn.done)
 		s.mu.Lock()
 		delete(s.conns, cn)
@@ -238,6 +239,41 @@ type conn struct {
 	// read by the buffer methods, all ordered handlers, which run one at
 	// a time on the connection's reading goroutine.
 	enc buffers.Encoding
+
+	// An editor (a client that sent initialize) owns the buffers it
+	// opens: when its connection ends they close, since its unsaved text
+	// is gone with it. Buffers opened by plain scripts (`draftfs buffer
+	// open`) stay until closed.
+	ownMu  sync.Mutex // protects editor and owned
+	editor bool
+	owned  map[string]struct{}
+}
+
+// own records a buffer an editor connection opened (open) or closed.
+func (cn *conn) own(key string, open bool) {
+	cn.ownMu.Lock()
+	defer cn.ownMu.Unlock()
+	switch {
+	case !cn.editor:
+	case open:
+		if cn.owned == nil {
+			cn.owned = map[string]struct{}{}
+		}
+		cn.owned[key] = struct{}{}
+	default:
+		delete(cn.owned, key)
+	}
+}
+
+// closeOwned closes the buffers of an editor whose connection ended.
+func (cn *conn) closeOwned() {
+	cn.ownMu.Lock()
+	owned := cn.owned
+	cn.owned = nil
+	cn.ownMu.Unlock()
+	for key := range owned {
+		cn.s.ws.Buffers().Close(key)
+	}
 }
 
 // Handle implements jsonrpc2.Handler. Ordered methods (initialize and

@@ -446,3 +446,31 @@ func TestErrorMapping(t *testing.T) {
 		t.Errorf("param error: %+v", e)
 	}
 }
+
+// TestEditorBuffersCloseWithConnection: an editor's unsaved text goes
+// when its connection does; a script's buffer stays.
+func TestEditorBuffersCloseWithConnection(t *testing.T) {
+	e := newEnv(t)
+	editor := e.raw(t)
+	editor.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"nvim"}}}`)
+	editor.answer()
+	editor.send(`{"jsonrpc":"2.0","id":2,"method":"buffer/didOpen","params":{"path":"ed.txt","version":1,"text":"typing"}}`)
+	editor.answer()
+	script := e.raw(t)
+	script.send(`{"jsonrpc":"2.0","id":1,"method":"buffer/didOpen","params":{"path":"script.txt","version":1,"text":"kept"}}`)
+	script.answer()
+	script.c.Close()
+	editor.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, ed := e.ws.Buffers().Get("ed.txt")
+		_, sc := e.ws.Buffers().Get("script.txt")
+		if !ed && sc {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after both connections ended: editor's buffer open %v (want false), script's %v (want true)", ed, sc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
