@@ -496,3 +496,26 @@ func direntInos(t testing.TB, f *os.File) map[string]uint64 {
 		}
 	}
 }
+
+// TestDiscardWhileOpen discards a file whose draft copy is still open:
+// a new open of its path must read the disk again, while the open
+// descriptor keeps the copy.
+func TestDiscardWhileOpen(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "disk\n"}})
+	p := filepath.Join(m.mnt, "f.txt")
+	if err := os.WriteFile(p, []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := m.d.Discard([]string{"f.txt"}, overlay.SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, p, "disk\n")
+	if b, err := io.ReadAll(held); err != nil || string(b) != "draft\n" {
+		t.Errorf("the descriptor opened before the discard reads %q, %v", b, err)
+	}
+}

@@ -72,27 +72,21 @@ func init() {
 }
 
 // acpViews opens the merged views the proxy asks for, one per workspace
-// and draft, with workspaceFiles, and closes them all at the end.
+// and draft, with workspaceFilesAt, and closes them all at the end.
 type acpViews struct {
 	mu     sync.Mutex // protects the following
 	closes []func() error
 }
 
-// open is acp.Options.Open. workspaceFiles reads the workspace and draft
-// from the global flags, so they are pointed at dir and draft for the
-// call; the proxy calls open for one view at a time, and nothing else in
-// this command reads those two flags meanwhile.
+// open is acp.Options.Open.
 func (v *acpViews) open(dir, draft string) (files.Files, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	savedWorkspace, savedDraft := flagWorkspace, flagDraft
-	flagWorkspace, flagDraft = dir, draft
-	defer func() { flagWorkspace, flagDraft = savedWorkspace, savedDraft }()
-	f, closeFiles, err := workspaceFiles(overlay.SourceACP)
+	f, closeFiles, err := workspaceFilesAt(dir, draft, overlay.SourceACP)
 	if err != nil {
 		return nil, err
 	}
+	v.mu.Lock()
 	v.closes = append(v.closes, closeFiles)
+	v.mu.Unlock()
 	return f, nil
 }
 

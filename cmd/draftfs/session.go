@@ -23,7 +23,11 @@ type config struct {
 // workspace is the nearest directory, from the current one up, that
 // draftfs keeps state for (so commands work from anywhere inside a
 // workspace, as git's do), else the current directory.
-func loadConfig() (*config, error) {
+func loadConfig() (*config, error) { return loadConfigFor(flagWorkspace, flagDraft) }
+
+// loadConfigFor is loadConfig for a given workspace ("" : the current
+// directory's) and draft.
+func loadConfigFor(workspace, draft string) (*config, error) {
 	state := flagState
 	if state == "" {
 		if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
@@ -40,7 +44,7 @@ func loadConfig() (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws := flagWorkspace
+	ws := workspace
 	if ws == "" {
 		if ws, err = os.Getwd(); err != nil {
 			return nil, fmt.Errorf("current directory: %w", err)
@@ -55,10 +59,10 @@ func loadConfig() (*config, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory (give one with --workspace)", ws)
 	}
-	if flagWorkspace == "" {
+	if workspace == "" {
 		ws = enclosingWorkspace(state, ws)
 	}
-	return &config{workspace: ws, stateDir: overlay.StateDir(state, ws), draft: flagDraft}, nil
+	return &config{workspace: ws, stateDir: overlay.StateDir(state, ws), draft: draft}, nil
 }
 
 // enclosingWorkspace is the nearest of dir and its parents that has
@@ -176,7 +180,12 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 // that `draftfs status`, editors and other commands still reach the
 // workspace. Call closeFiles when done.
 func workspaceFiles(src overlay.Source) (f files.Files, closeFiles func() error, err error) {
-	cfg, err := loadConfig()
+	return workspaceFilesAt(flagWorkspace, flagDraft, src)
+}
+
+// workspaceFilesAt is workspaceFiles for a given workspace and draft.
+func workspaceFilesAt(workspace, draft string, src overlay.Source) (f files.Files, closeFiles func() error, err error) {
+	cfg, err := loadConfigFor(workspace, draft)
 	if err != nil {
 		return nil, nil, err
 	}
