@@ -4,9 +4,9 @@
 // a private mount namespace where the workspace's own path shows that
 // view ([Run]).
 //
-// It is a thin adapter: every operation is a call on the draft's
-// [overlay.Fs] (tagged [overlay.SourceMount]) by the path go-fuse keeps
-// for the node. Nodes are not persistent: go-fuse forgets them when the
+// It is a thin adapter: every operation (user.* extended attributes
+// included) is a call on the draft's [overlay.Fs] (tagged
+// [overlay.SourceMount]) by the path go-fuse keeps for the node. Nodes are not persistent: go-fuse forgets them when the
 // kernel does, so memory follows what the kernel keeps referenced, not
 // the size of the workspace (about 0.6 KiB per node).
 //
@@ -88,4 +88,7 @@
 // and later calls get EBADF. Server.mu protects the generation,
 // passthrough and open-handle tables; it may be taken with node.mu held,
 // never the reverse, and go-fuse's own Inode locks are taken inside it.
+// Server.feedMu is held by the feed consumer while it takes changes and
+// applies them (kernel notifications included); handlers only ever try
+// it (feedIdle), so none waits for it.
 package fusefs

@@ -43,7 +43,7 @@ type handle struct {
 	n        *node      // read only
 	f        afero.File // read only
 	osf      *os.File   // read only: the OS file under f, if any
-	rw       *os.File   // read only: osf reopened read-write, for a draft file's passthrough
+	rw       *os.File   // read only: osf reopened read-write, for a reader's passthrough of a draft file
 	writable bool       // read only
 	pt       bool       // read only: the kernel serves it by passthrough
 	// text is what an open of an editor buffer reads: the text as of the

@@ -101,7 +101,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	if err != nil {
 		e := n.srv.errno("lstat", err)
 		if e == syscall.ENOENT || e == syscall.ENOTDIR {
-			e = n.stale()
+			e = n.stale(key)
 		}
 		return key, nil, e
 	}
@@ -111,7 +111,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 		case typeOf(fi.Mode()) != sa.Mode:
 			return key, nil, syscall.ENOENT
 		case inoOf(fi) != sa.Ino:
-			return key, nil, n.stale()
+			return key, nil, n.stale(key)
 		}
 	}
 	n.mu.Lock()
@@ -121,15 +121,46 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	return key, fi, 0
 }
 
-// stale is the error for a path that no longer names n: ESTALE, unless
-// the mount itself moved n (see markMoved).
-func (n *node) stale() syscall.Errno {
+// stale is the error for a path key that no longer names n: ESTALE,
+// unless the mount itself moved n (see markMoved) or the path answered
+// ESTALE just now: the kernel retries an ESTALE once, with a new lookup,
+// and a second ESTALE would reach the program, so the retry answers
+// ENOENT, as a path replaced again meanwhile would on a local disk.
+func (n *node) stale(key string) syscall.Errno {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.moved {
+	moved := n.moved
+	n.mu.Unlock()
+	if moved || !n.srv.firstStale(key) {
 		return syscall.ENOENT
 	}
 	return syscall.ESTALE
+}
+
+// staleRetry is how long after an ESTALE for a path a second one is
+// taken for the kernel's retry.
+const staleRetry = 200 * time.Millisecond
+
+// firstStale records an ESTALE for key and reports whether none was
+// answered for it within staleRetry.
+func (s *Server) firstStale(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if t, ok := s.stales[key]; ok && now.Sub(t) < staleRetry {
+		return false
+	}
+	if len(s.stales) > 1024 {
+		for k, t := range s.stales {
+			if now.Sub(t) >= staleRetry {
+				delete(s.stales, k)
+			}
+		}
+	}
+	if s.stales == nil {
+		s.stales = map[string]time.Time{}
+	}
+	s.stales[key] = now
+	return true
 }
 
 // refresh makes what the kernel caches of file node n (attributes and
@@ -222,7 +253,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if t, ok := in.GetMTime(); ok {
 		a.Mtime = &t
 	}
-	key, _, errno := n.current()
+	key, cur, errno := n.current()
 	if errno != 0 {
 		// Only ftruncate of an unlinked open file can still be served.
 		h, ok := f.(fileHandle)
@@ -236,8 +267,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		n.srv.fill(&out.Attr, fi)
 		return 0
 	}
-	if err := n.srv.fsys.Setattr(key, a); err != nil {
-		return n.srv.errno("setattr", err)
+	sameAttrs(&a, cur)
+	if a != (overlay.Attrs{}) {
+		if err := n.srv.fsys.Setattr(key, a); err != nil {
+			return n.srv.errno("setattr", err)
+		}
 	}
 	fi, err := n.srv.fsys.Lstat(key)
 	if err != nil {
@@ -247,11 +281,30 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	return 0
 }
 
+// sameAttrs drops from a the owner and mode that fi has already (tar
+// and cp -a restore them on every file they make): changing nothing
+// need not copy a file up or record a change in the draft.
+func sameAttrs(a *overlay.Attrs, fi fs.FileInfo) {
+	if at, ok := fi.Sys().(*overlay.Attr); ok {
+		if a.Uid != nil && uint32(*a.Uid) == at.Uid {
+			a.Uid = nil
+		}
+		if a.Gid != nil && uint32(*a.Gid) == at.Gid {
+			a.Gid = nil
+		}
+	}
+	if a.Mode != nil && *a.Mode == fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) {
+		a.Mode = nil
+	}
+}
+
 // Readlink implements NodeReadlinker.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	key, ok := n.key()
 	if !ok {
-		return nil, syscall.ESTALE
+		// Replaced or removed through the mount; not ESTALE, which the
+		// kernel would retry into the same answer.
+		return nil, syscall.ENOENT
 	}
 	target, err := n.srv.fsys.Readlink(key)
 	if err != nil {

@@ -122,12 +122,14 @@ func (n *node) opened(f afero.File, flags uint32, fi fs.FileInfo) (gofs.FileHand
 			id, ptWorks = fid, true
 		}
 	}
-	if ptWorks && !n.srv.onDisk(h.osf) {
+	if ptWorks && !h.writable && !n.srv.onDisk(h.osf) {
 		// A draft file's backing is registered writable, so that writers
 		// can share it with readers: go-fuse registers the first
-		// passthrough handle's file for the whole node.
+		// passthrough handle's file for the whole node. (A writer's own
+		// file is read-write already: the engine flags say so.)
 		h.rw, _ = os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", h.osf.Fd()), os.O_RDWR, 0)
 	}
+	rwBacking := h.rw != nil || h.writable
 	if h.osf == nil && !h.writable {
 		// An editor buffer: keep the text as of now.
 		text, err := readAll(f)
@@ -137,11 +139,11 @@ func (n *node) opened(f afero.File, flags uint32, fi fs.FileInfo) (gofs.FileHand
 		}
 		h.text = text
 	}
-	wantPT := ptWorks && (!h.writable || h.rw != nil)
+	wantPT := ptWorks
 	// What the kernel cached (pages, size, times) may predate the
 	// content the path holds now: drop it before the open returns.
 	n.refresh(h.sig)
-	if errno := n.admit(h, id, wantPT); errno != 0 {
+	if errno := n.admit(h, id, wantPT, rwBacking); errno != 0 {
 		h.closeFiles()
 		return nil, 0, errno
 	}
@@ -191,7 +193,8 @@ const drainWait = 100 * time.Millisecond
 // admit counts h among n's opens: as a passthrough open when wantPT and
 // the kernel can take it (every passthrough open of an inode shares one
 // backing file, id here, writable for a writer, and none mixes with an
-// open through the server), else as an open through the server. When the
+// open through the server), else as an open through the server.
+// rwBacking says whether h's backing file would be writable. When the
 // node's passthrough opens stand in the way, or the node is idle but
 // bound to another backing file (go-fuse may still hold it a moment
 // after its last open closed), the path moves to a fresh node and the
@@ -199,7 +202,7 @@ const drainWait = 100 * time.Millisecond
 // retries. A fresh node, which may be that retry, gets no ESTALE: it
 // waits a moment for its passthrough opens to close, and otherwise
 // serves the open through the server.
-func (n *node) admit(h *handle, id fileID, wantPT bool) syscall.Errno {
+func (n *node) admit(h *handle, id fileID, wantPT, rwBacking bool) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	deadline := time.Now().Add(drainWait)
@@ -212,7 +215,7 @@ func (n *node) admit(h *handle, id fileID, wantPT bool) syscall.Errno {
 				n.backingRW = true
 			}
 			n.backing = id
-			n.backingRW = n.backingRW && h.rw != nil
+			n.backingRW = n.backingRW && rwBacking
 			n.ptOpen++
 			h.pt = true
 			return 0
@@ -231,6 +234,9 @@ func (n *node) admit(h *handle, id fileID, wantPT bool) syscall.Errno {
 			continue
 		}
 		// The path moves to a fresh node, as a replaced file would.
+		if key, ok := n.key(); ok {
+			n.srv.firstStale(key) // the kernel's retry must not meet another
+		}
 		n.srv.replace(n)
 		return syscall.ESTALE
 	}

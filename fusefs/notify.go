@@ -45,8 +45,9 @@ func (s *Server) consume() {
 	}
 }
 
-// drain applies the changes queued on the feed; open is false once the
-// subscription closed. Must be called with s.feedMu held.
+// drain applies the changes queued on the feed, reporting whether any
+// concerned the mount; open is false once the subscription closed. Must
+// be called with s.feedMu held.
 func (s *Server) drain() (applied, open bool) {
 	for {
 		select {
@@ -55,8 +56,9 @@ func (s *Server) drain() (applied, open bool) {
 				s.feedClosed = true
 				return applied, false
 			}
-			s.apply(c)
-			applied = true
+			if s.apply(c) {
+				applied = true
+			}
 		default:
 			return applied, true
 		}
@@ -74,16 +76,17 @@ func (s *Server) feedIdle() bool {
 	return !s.feedClosed && len(s.sub.C) == 0
 }
 
-// apply invalidates what the kernel caches of one change.
-func (s *Server) apply(c overlay.Change) {
+// apply invalidates what the kernel caches of one change, reporting
+// whether the change concerned the mount.
+func (s *Server) apply(c overlay.Change) bool {
 	if c.Overflow {
 		s.invalidateAll()
 	}
 	if c.Draft != "" && c.Draft != s.d.Name() {
-		return // another draft's view
+		return c.Overflow // another draft's view
 	}
 	if c.Draft != "" && c.Source == overlay.SourceMount {
-		return // made through the mount: the kernel saw it
+		return c.Overflow // made through the mount: the kernel saw it
 	}
 	switch c.Kind {
 	case overlay.ChangeWrite, overlay.ChangeAttr:
@@ -97,6 +100,7 @@ func (s *Server) apply(c overlay.Change) {
 		// disk changes may change what a name denotes.
 		s.invalidateEntry(c.Path)
 	}
+	return true
 }
 
 // known returns the node go-fuse holds for key, nil when the kernel

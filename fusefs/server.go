@@ -64,6 +64,8 @@ type Server struct {
 	// open handles: the kernel drops the RELEASE of files closed just
 	// before an unmount, so those are closed when serving ends.
 	open map[*handle]struct{}
+	// stales holds when each path last answered ESTALE (see stale).
+	stales map[string]time.Time
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
@@ -102,14 +104,17 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	logger := log.New(logWriter(s.logf), "", 0)
 	fopts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
-			AllowOther:    opts.AllowOther,
-			FsName:        "draftfs",
-			Name:          "draftfs",
-			Options:       []string{"default_permissions"},
-			DirectMount:   os.Geteuid() == 0,
-			DisableXAttrs: true, // the engine keeps no extended attributes
-			DisableSplice: true, // replies are built in memory
-			// mmap of files read directly (editor buffers).
+			AllowOther:  opts.AllowOther,
+			FsName:      "draftfs",
+			Name:        "draftfs",
+			Options:     []string{"default_permissions"},
+			DirectMount: os.Geteuid() == 0,
+			// security.capability is asked before every write: go-fuse
+			// answers it (none) without asking the engine.
+			IgnoreSecurityLabels: true,
+			DisableSplice:        true, // replies are built in memory
+			// mmap of files read directly (editor buffers); O_TRUNC in
+			// the open itself, not in a setattr before it.
 			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC,
 			MaxWrite:          1 << 20,
 			Debug:             opts.Debug,

@@ -374,6 +374,17 @@ func (d *Draft) inoFree(ino uint64) bool {
 	return !orphaned
 }
 
+// namedInode returns a draft inode some entry names.
+func (d *Draft) namedInode(ino uint64) (inode, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	n, ok := d.inodes[ino]
+	if !ok {
+		return inode{}, false
+	}
+	return *n, true
+}
+
 // inodeOf returns the metadata of a draft inode, named or orphaned, and
 // its link count.
 func (d *Draft) inodeOf(ino uint64) (inode, int, bool) {

@@ -228,3 +228,40 @@ func TestBufferInNewDirectory(t *testing.T) {
 		t.Fatalf("new/sub after the buffer closed: %s", got)
 	}
 }
+
+func TestRootMetadata(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	must(t, f.Chmod("/", 0o700))
+	now := time.Now().Add(-time.Hour).Truncate(time.Second)
+	must(t, f.Chtimes("", now, now))
+	fi, err := f.Stat("/")
+	if err != nil || fi.Mode().Perm() != 0o700 || !fi.ModTime().Equal(now) {
+		t.Fatalf("root: %v %v", fi, err)
+	}
+	if b, err := afero.ReadFile(f, "a"); err != nil || string(b) != "a\n" {
+		t.Fatalf("root's content after its chmod: %q %v", b, err)
+	}
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(root); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("committed root mode %v", fi.Mode())
+	}
+}
+
+// TestDiscardedCopyIsNotReadBack: a handle still open on a discarded
+// draft copy must not make new opens of the path read that copy.
+func TestDiscardedCopyIsNotReadBack(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"a": "disk\n"})
+	h, err := f.OpenFile("a", os.O_RDWR, 0)
+	must(t, err)
+	defer h.Close()
+	_, err = h.WriteAt([]byte("draf"), 0)
+	must(t, err)
+	if _, err := d.Discard(nil, SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := afero.ReadFile(f, "a"); err != nil || string(b) != "disk\n" {
+		t.Fatalf("after discard: %q %v", b, err)
+	}
+}

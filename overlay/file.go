@@ -230,9 +230,11 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 	if f.data != nil {
 		return f.data
 	}
-	// The handle holds ino (see holdFile), so a draft copy's data file
-	// stays while it is open, named or orphaned.
-	if n, _, ok := f.d.inodeOf(f.ino); ok && n.Data {
+	// A copy-up made since the open is followed: the draft inode keeps
+	// the lower inode number. Only a named one: an orphan is a draft
+	// copy that was discarded or removed, and the path shows the disk
+	// again (once followed, f.data keeps it, as an unlinked file).
+	if n, ok := f.d.namedInode(f.ino); ok && n.Data {
 		if data, err := os.Open(f.d.dataPath(f.ino)); err == nil {
 			f.data = data
 			return data

@@ -75,6 +75,22 @@ func (s *store) close() error { return s.db.Close() }
 
 func (s *store) sync() error { return s.db.Sync() }
 
+// entryKey is how an entry's key is stored: bbolt refuses an empty key,
+// so the root is ".", which no other key can be.
+func entryKey(key string) []byte {
+	if key == "" {
+		return []byte(".")
+	}
+	return []byte(key)
+}
+
+func keyOfEntry(k []byte) string {
+	if string(k) == "." {
+		return ""
+	}
+	return string(k)
+}
+
 func inoKey(ino uint64) []byte {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], ino)
@@ -96,7 +112,7 @@ func (s *store) load() (*snapshot, error) {
 			if err := json.Unmarshal(v, e); err != nil || e.Kind < kindWhiteout || e.Kind > kindSymlink {
 				return fmt.Errorf("entry %q: unreadable record %q", k, v)
 			}
-			snap.entries[string(k)] = e
+			snap.entries[keyOfEntry(k)] = e
 			return nil
 		})
 		if err != nil {
@@ -159,12 +175,12 @@ func (s *store) write(t *txn) error {
 		eb := tx.Bucket(bucketEntries)
 		for k, e := range t.entries {
 			if e == nil {
-				if err := eb.Delete([]byte(k)); err != nil {
+				if err := eb.Delete(entryKey(k)); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := putJSON(eb, []byte(k), e); err != nil {
+			if err := putJSON(eb, entryKey(k), e); err != nil {
 				return err
 			}
 		}
