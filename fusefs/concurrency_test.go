@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +43,18 @@ func TestConcurrency(t *testing.T) {
 	stop := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
+	// An open that races a commit replacing the file on disk can meet
+	// ESTALE twice and return it (a known limit: see the package doc,
+	// Caching); such opens are counted, not failed, and must stay rare.
+	var stale, opens atomic.Int64
+	raced := func(err error) bool {
+		opens.Add(1)
+		if errors.Is(err, syscall.ESTALE) {
+			stale.Add(1)
+			return true
+		}
+		return false
+	}
 	fail := func(format string, a ...any) {
 		select {
 		case errs <- fmt.Errorf(format, a...):
@@ -79,7 +93,7 @@ func TestConcurrency(t *testing.T) {
 					fail("rmdir %s: %v", d, err)
 				}
 			default:
-				if err := os.WriteFile(p, fmt.Appendf(nil, "gen %d\n", gen), 0o644); err != nil {
+				if err := os.WriteFile(p, fmt.Appendf(nil, "gen %d\n", gen), 0o644); err != nil && !raced(err) {
 					fail("write %s: %v", p, err)
 				}
 			}
@@ -96,6 +110,7 @@ func TestConcurrency(t *testing.T) {
 			}
 			b, err := os.ReadFile(filepath.Join(m.mnt, name))
 			switch {
+			case raced(err):
 			case errors.Is(err, fs.ErrNotExist) && re == writtenRE:
 			case err != nil:
 				fail("read %s: %v", name, err)
@@ -133,6 +148,10 @@ func TestConcurrency(t *testing.T) {
 	})
 	wg.Wait()
 	close(errs)
+	t.Logf("%d of %d opens met ESTALE racing a commit", stale.Load(), opens.Load())
+	if n := stale.Load(); n*20 > opens.Load() {
+		t.Errorf("%d of %d opens met ESTALE: more than 5%%", n, opens.Load())
+	}
 	for err := range errs {
 		t.Error(err)
 	}

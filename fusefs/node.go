@@ -101,7 +101,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	if err != nil {
 		e := n.srv.errno("lstat", err)
 		if e == syscall.ENOENT || e == syscall.ENOTDIR {
-			e = n.stale(key)
+			e = n.stale()
 		}
 		return key, nil, e
 	}
@@ -111,7 +111,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 		case typeOf(fi.Mode()) != sa.Mode:
 			return key, nil, syscall.ENOENT
 		case inoOf(fi) != sa.Ino:
-			return key, nil, n.stale(key)
+			return key, nil, n.stale()
 		}
 	}
 	n.mu.Lock()
@@ -121,46 +121,15 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	return key, fi, 0
 }
 
-// stale is the error for a path key that no longer names n: ESTALE,
-// unless the mount itself moved n (see markMoved) or the path answered
-// ESTALE just now: the kernel retries an ESTALE once, with a new lookup,
-// and a second ESTALE would reach the program, so the retry answers
-// ENOENT, as a path replaced again meanwhile would on a local disk.
-func (n *node) stale(key string) syscall.Errno {
+// stale is the error for a path that no longer names n: ESTALE, unless
+// the mount itself moved n (see markMoved).
+func (n *node) stale() syscall.Errno {
 	n.mu.Lock()
-	moved := n.moved
-	n.mu.Unlock()
-	if moved || !n.srv.firstStale(key) {
+	defer n.mu.Unlock()
+	if n.moved {
 		return syscall.ENOENT
 	}
 	return syscall.ESTALE
-}
-
-// staleRetry is how long after an ESTALE for a path a second one is
-// taken for the kernel's retry.
-const staleRetry = 200 * time.Millisecond
-
-// firstStale records an ESTALE for key and reports whether none was
-// answered for it within staleRetry.
-func (s *Server) firstStale(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	if t, ok := s.stales[key]; ok && now.Sub(t) < staleRetry {
-		return false
-	}
-	if len(s.stales) > 1024 {
-		for k, t := range s.stales {
-			if now.Sub(t) >= staleRetry {
-				delete(s.stales, k)
-			}
-		}
-	}
-	if s.stales == nil {
-		s.stales = map[string]time.Time{}
-	}
-	s.stales[key] = now
-	return true
 }
 
 // refresh makes what the kernel caches of file node n (attributes and

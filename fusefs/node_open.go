@@ -234,9 +234,6 @@ func (n *node) admit(h *handle, id fileID, wantPT, rwBacking bool) syscall.Errno
 			continue
 		}
 		// The path moves to a fresh node, as a replaced file would.
-		if key, ok := n.key(); ok {
-			n.srv.firstStale(key) // the kernel's retry must not meet another
-		}
 		n.srv.replace(n)
 		return syscall.ESTALE
 	}

@@ -64,8 +64,6 @@ type Server struct {
 	// open handles: the kernel drops the RELEASE of files closed just
 	// before an unmount, so those are closed when serving ends.
 	open map[*handle]struct{}
-	// stales holds when each path last answered ESTALE (see stale).
-	stales map[string]time.Time
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
