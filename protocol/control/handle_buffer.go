@@ -71,9 +71,7 @@ func (cn *conn) initialize(_ context.Context, req *jsonrpc2.Request) (any, error
 	}
 	cn.enc, _ = positionEncoding(name)
 	cn.subscribed.Store(true)
-	cn.ownMu.Lock()
-	cn.editor = true
-	cn.ownMu.Unlock()
+	cn.editor.Store(true)
 	res := InitializeResult{
 		ServerInfo:       Implementation{Name: "draftfs", Version: cn.s.opts.Version},
 		PositionEncoding: name,
@@ -146,6 +144,9 @@ func (cn *conn) didChange(_ context.Context, req *jsonrpc2.Request) (any, error)
 			return nil, invalidParams(`buffer/didChange: "length" is %d but the text has %d bytes`, *p.Length, len(*p.Text))
 		}
 		applied, err = bufs.Replace(key, p.Version, []byte(*p.Text))
+		if applied {
+			cn.own(key, true)
+		}
 		return DidChangeResult{Applied: applied}, err
 	}
 	edits := make([]buffers.Edit, len(p.Changes))
@@ -166,6 +167,9 @@ func (cn *conn) didChange(_ context.Context, req *jsonrpc2.Request) (any, error)
 		length = *p.Length
 	}
 	applied, err = bufs.Edit(key, p.Version, cn.enc, edits, length)
+	if applied {
+		cn.own(key, true)
+	}
 	return DidChangeResult{Applied: applied}, err
 }
 

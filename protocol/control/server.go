@@ -54,6 +54,7 @@ type Server struct {
 
 	mu        sync.Mutex // protects the following
 	conns     map[*conn]struct{}
+	owners    map[string]*conn // the editor owning each buffer (see conn.own)
 	listeners []net.Listener
 	closed    bool
 }
@@ -240,39 +241,46 @@ type conn struct {
 	// a time on the connection's reading goroutine.
 	enc buffers.Encoding
 
-	// An editor (a client that sent initialize) owns the buffers it
-	// opens: when its connection ends they close, since its unsaved text
-	// is gone with it. Buffers opened by plain scripts (`draftfs buffer
-	// open`) stay until closed.
-	ownMu  sync.Mutex // protects editor and owned
-	editor bool
-	owned  map[string]struct{}
+	// editor: the client sent initialize. An editor owns the buffers it
+	// last opened or changed: when its connection ends they close, since
+	// its unsaved text is gone with it. Buffers opened by plain scripts
+	// (`draftfs buffer open`) stay until closed.
+	editor atomic.Bool
 }
 
-// own records a buffer an editor connection opened (open) or closed.
+// own makes cn, when an editor, the owner of the buffer at key (open),
+// or drops ownership as the buffer closes.
 func (cn *conn) own(key string, open bool) {
-	cn.ownMu.Lock()
-	defer cn.ownMu.Unlock()
+	s := cn.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
-	case !cn.editor:
-	case open:
-		if cn.owned == nil {
-			cn.owned = map[string]struct{}{}
+	case !open:
+		delete(s.owners, key)
+	case cn.editor.Load():
+		if s.owners == nil {
+			s.owners = map[string]*conn{}
 		}
-		cn.owned[key] = struct{}{}
+		s.owners[key] = cn
 	default:
-		delete(cn.owned, key)
+		delete(s.owners, key) // a script took it over: it stays
 	}
 }
 
-// closeOwned closes the buffers of an editor whose connection ended.
+// closeOwned closes the buffers an editor whose connection ended owns.
 func (cn *conn) closeOwned() {
-	cn.ownMu.Lock()
-	owned := cn.owned
-	cn.owned = nil
-	cn.ownMu.Unlock()
-	for key := range owned {
-		cn.s.ws.Buffers().Close(key)
+	s := cn.s
+	var keys []string
+	s.mu.Lock()
+	for key, owner := range s.owners {
+		if owner == cn {
+			keys = append(keys, key)
+			delete(s.owners, key)
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range keys {
+		s.ws.Buffers().Close(key)
 	}
 }
 

@@ -474,3 +474,34 @@ func TestEditorBuffersCloseWithConnection(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSharedBufferOutlivesOneEditor: a buffer another editor changed
+// since stays when the first editor's connection ends.
+func TestSharedBufferOutlivesOneEditor(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.raw(t), e.raw(t)
+	for _, r := range []*raw{a, b} {
+		r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"nvim"}}}`)
+		r.answer()
+	}
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"buffer/didOpen","params":{"path":"s.txt","version":1,"text":"a"}}`)
+	a.answer()
+	b.send(`{"jsonrpc":"2.0","id":2,"method":"buffer/didChange","params":{"path":"s.txt","version":2,"text":"ab"}}`)
+	b.answer()
+	a.c.Close()
+	time.Sleep(100 * time.Millisecond)
+	if snap, ok := e.ws.Buffers().Get("s.txt"); !ok || string(snap.Text) != "ab" {
+		t.Fatalf("after the first editor left: %q %v", snap.Text, ok)
+	}
+	b.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := e.ws.Buffers().Get("s.txt"); !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the buffer outlived its last editor")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
