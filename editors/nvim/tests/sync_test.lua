@@ -107,6 +107,77 @@ T.case('keystrokes reach the daemon', function()
   )
 end)
 
+-- acp_peers returns the directory of the scripted ACP peers
+-- (scripts/peers/acp), or nil and why when node or their SDK is not
+-- installed.
+local function acp_peers()
+  local root = vim.fn.fnamemodify(T.plugin .. '/../../scripts/peers', ':p')
+  if vim.fn.executable('node') == 0 then
+    return nil, 'node is not installed'
+  end
+  if not vim.loop.fs_stat(root .. 'node_modules/@agentclientprotocol/sdk/package.json') then
+    return nil, '@agentclientprotocol/sdk is not installed (run `npm ci` in scripts/peers)'
+  end
+  return root .. 'acp'
+end
+
+-- acp_read has a scripted ACP agent read path through `draftfs acp`,
+-- launched by a scripted editor (the SDK's on both sides) whose session
+-- runs in the workspace, and returns what the agent got. The editor does
+-- not advertise fs: the proxy answers the read itself, from the merged
+-- view of the running daemon, which holds Neovim's buffers.
+local function acp_read(peers, path)
+  local prompts, out = T.tmp .. '/acp-prompts.json', T.tmp .. '/acp-report.json'
+  T.write_file(prompts, vim.json.encode({ { { op = 'read', path = path } } }))
+  local argv = {
+    'node', peers .. '/editor.mjs', '--cwd', ws, '--prompts', prompts, '--out', out, '--',
+    T.bin, '--state', T.state, 'acp', '--', 'node', peers .. '/agent.mjs',
+  }
+  local exited, errs = nil, {}
+  local job = vim.fn.jobstart(argv, {
+    on_stderr = function(_, data)
+      vim.list_extend(errs, data)
+    end,
+    on_exit = function(_, code)
+      exited = code
+    end,
+  })
+  T.ok(job > 0, 'cannot start %s', table.concat(argv, ' '))
+  T.wait('the ACP editor and agent to finish', function()
+    return exited ~= nil
+  end, 60000)
+  T.eq(0, exited, 'editor.mjs exit status (stderr: ' .. table.concat(errs, '\n') .. ')')
+  local report = vim.json.decode(T.read_file(out))
+  T.ok(not report.connectionError, 'the ACP connection failed: %s', tostring(report.connectionError))
+  T.eq(1, #report.turns, 'turns')
+  T.ok(not report.turns[1].promptError, 'the prompt failed: %s', vim.inspect(report.turns[1].promptError))
+  return report.turns[1].results[1]
+end
+
+T.case('an ACP agent reads typed, unsaved text', function()
+  local peers, why = acp_peers()
+  if not peers then
+    T.log('SKIP: %s: ACP reads through `draftfs acp` are not tested', why)
+    return
+  end
+  local saved = 'first\r\nsecond\r\n'
+  local buf, path = edit('acp.txt', saved)
+  T.eq('dos', vim.bo[buf].fileformat, 'fileformat')
+  typed('<Esc>')
+  for _, key in ipairs({ 'A', 'é', '👋', 'ü', '<CR>', 't', 'a', 'b', '\t', 'n', 'e', 'w' }) do
+    typed(key)
+  end
+  typed('<Esc>')
+  local want = T.written(buf)
+  T.eq('firsté👋ü\r\ntab\tnew\r\nsecond\r\n', want, 'what :w would write')
+  T.eq(saved, T.read_file(path), 'the file on disk (unsaved)')
+  -- No wait for the daemon: the peers start long after the debounce.
+  local start = T.now()
+  local got = acp_read(peers, path)
+  T.log('the ACP read took %.0f ms (starting node, the proxy and the agent)', T.now() - start)
+  T.eq({ content = want }, got, 'what the agent read through draftfs acp')
+end)
+
 T.case('programmatic edits, multibyte', function()
   local buf, path = edit('prog.txt', 'ab\ncd\nef\n')
   api.nvim_buf_set_text(buf, 0, 1, 0, 1, { 'ü😀' })
