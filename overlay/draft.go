@@ -362,6 +362,15 @@ func (d *Draft) orphan(ino uint64, n *inode) bool {
 	return false
 }
 
+// orphaned reports whether draft inode ino lives on only for the
+// handles open on it.
+func (d *Draft) orphaned(ino uint64) bool {
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	_, ok := d.orphans[ino]
+	return ok
+}
+
 // inoFree reports whether a new draft inode may take number ino: no
 // inode, named or orphaned, has it. Must be called with d.mu held.
 func (d *Draft) inoFree(ino uint64) bool {

@@ -183,6 +183,9 @@ type lowerFile struct {
 	lower string
 	ino   uint64 // the lower object's inode number
 	d     *Draft
+	// orphanAtOpen: a discarded or removed draft copy with ino was still
+	// open elsewhere when this handle opened.
+	orphanAtOpen bool
 
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
@@ -231,10 +234,14 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 		return f.data
 	}
 	// A copy-up made since the open is followed: the draft inode keeps
-	// the lower inode number. Only a named one: an orphan is a draft
-	// copy that was discarded or removed, and the path shows the disk
-	// again (once followed, f.data keeps it, as an unlinked file).
-	if n, ok := f.d.namedInode(f.ino); ok && n.Data {
+	// the lower inode number, and stays this file's after an unlink
+	// (orphaned while open). A draft copy already orphaned at the open
+	// (discarded, say) is not this handle's: the path showed the disk.
+	n, _, ok := f.d.inodeOf(f.ino)
+	if ok && f.orphanAtOpen {
+		_, ok = f.d.namedInode(f.ino)
+	}
+	if ok && n.Data {
 		if data, err := os.Open(f.d.dataPath(f.ino)); err == nil {
 			f.data = data
 			return data

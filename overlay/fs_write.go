@@ -74,7 +74,8 @@ func (d *Draft) openDisk(key, name string) afero.File {
 		fd.Close()
 		return nil
 	}
-	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: infoFrom(baseOf(key), w.lower, fi).attr.Ino, d: d, disk: fd, seq: fd}
+	ino := infoFrom(baseOf(key), w.lower, fi).attr.Ino
+	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: ino, d: d, disk: fd, seq: fd, orphanAtOpen: d.orphaned(ino)}
 	// Held, so a copy-up's data file outlives its names while open.
 	d.mu.RLock()
 	d.holdFile(lf.ino)
@@ -111,7 +112,8 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, pathErr("open", key, syscall.ELOOP)
 	}
-	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: fi.Sys().(*Attr).Ino, d: d}
+	ino := fi.Sys().(*Attr).Ino
+	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: ino, d: d, orphanAtOpen: d.orphaned(ino)}
 	// The disk file is opened now, so the handle keeps reading it if the
 	// disk deletes or replaces the path; a buffer-only file has none.
 	disk, err := d.w.disk.Open(diskName(p.w.lower))
