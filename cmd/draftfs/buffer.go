@@ -53,15 +53,11 @@ apart, so give increasing ones.`,
 		if !utf8.Valid(text) {
 			return errors.New("stdin is not UTF-8 text: buffers hold an editor's text")
 		}
-		s, err := connectDaemon()
+		s, paths, err := connectFor(a, true)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		paths, err := s.paths(a)
-		if err != nil {
-			return err
-		}
 		version := flagBufferVersion
 		if !cmd.Flags().Changed("version") {
 			if version, err = nextVersion(s, paths[0]); err != nil {

@@ -45,15 +45,11 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
   draftfs commit --force src/main.go`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
-		s, err := connect()
+		s, paths, err := connectFor(a, false)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		paths, err := s.paths(a)
-		if err != nil {
-			return err
-		}
 		var prog *progress
 		var onProgress func(done, total int)
 		if !flagCommitJSON && !flagCommitDryRun {

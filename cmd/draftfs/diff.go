@@ -44,15 +44,11 @@ is reported as "Binary files a/path and b/path differ".
 		default:
 			return usagef("--color must be auto, always or never, not %q", flagDiffColor)
 		}
-		s, err := connect()
+		s, paths, err := connectFor(a, false)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		paths, err := s.paths(a)
-		if err != nil {
-			return err
-		}
 		diffs, err := s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths})
 		if err != nil {
 			return err

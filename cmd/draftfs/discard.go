@@ -28,15 +28,11 @@ and nothing is dropped. Prints the paths dropped.`,
 		case !flagDiscardAll && len(a) == 0:
 			return usagef("give the PATHs to discard, or --all")
 		}
-		s, err := connect()
+		s, paths, err := connectFor(a, false)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		paths, err := s.paths(a)
-		if err != nil {
-			return err
-		}
 		dropped, err := s.Discard(control.DiscardParams{Draft: s.cfg.draft, Paths: paths, All: flagDiscardAll})
 		if err != nil {
 			return err

@@ -136,6 +136,25 @@ func connect() (*session, error) {
 // paths turns path arguments into what the daemon takes: absolute
 // paths. Relative ones are taken from the current directory when it is
 // inside the workspace, else from the workspace's root.
+// connectFor is connect (or connectDaemon, with daemonOnly) followed by
+// paths(args); the caller closes the session.
+func connectFor(args []string, daemonOnly bool) (*session, []string, error) {
+	open := connect
+	if daemonOnly {
+		open = connectDaemon
+	}
+	s, err := open()
+	if err != nil {
+		return nil, nil, err
+	}
+	paths, err := s.paths(args)
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, paths, nil
+}
+
 func (s *session) paths(args []string) ([]string, error) {
 	base := s.cfg.workspace
 	if wd, err := os.Getwd(); err == nil {

@@ -36,15 +36,11 @@ change one of modified, added, deleted, renamed.`,
   draftfs status --json | jq -r '.[] | select(.conflict) | .path'`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
-		s, err := connect()
+		s, paths, err := connectFor(a, false)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		paths, err := s.paths(a)
-		if err != nil {
-			return err
-		}
 		st, err := s.Status(control.PathsParams{Draft: s.cfg.draft, Paths: paths})
 		if err != nil {
 			return err
