@@ -140,11 +140,7 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	src, err := sourceOf(p.Source, overlay.SourceCLI)
-	if err != nil {
-		return nil, err
-	}
-	d, err := cn.s.draft(p.Draft)
+	d, src, err := cn.s.draftFor(p.Draft, p.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -224,11 +220,7 @@ func (cn *conn) discard(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	case !p.All && len(p.Paths) == 0:
 		return nil, invalidParams(`draft/discard: give "paths" to discard, or "all": true`)
 	}
-	src, err := sourceOf(p.Source, overlay.SourceCLI)
-	if err != nil {
-		return nil, err
-	}
-	d, err := cn.s.draft(p.Draft)
+	d, src, err := cn.s.draftFor(p.Draft, p.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -256,11 +248,7 @@ func (cn *conn) undo(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	src, err := sourceOf(p.Source, overlay.SourceCLI)
-	if err != nil {
-		return nil, err
-	}
-	d, err := cn.s.draft(p.Draft)
+	d, src, err := cn.s.draftFor(p.Draft, p.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -303,4 +291,15 @@ func (cn *conn) mount(_ context.Context, req *jsonrpc2.Request) (any, error) {
 		return nil, err
 	}
 	return MountResult{Mount: dir}, nil
+}
+
+// draftFor is the named draft and the source a review method logs
+// (default: the CLI).
+func (s *Server) draftFor(draft, source string) (*overlay.Draft, overlay.Source, error) {
+	src, err := sourceOf(source, overlay.SourceCLI)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := s.draft(draft)
+	return d, src, err
 }
