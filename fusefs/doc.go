@@ -38,8 +38,9 @@
 //     path names another object now answers ESTALE, which makes the
 //     kernel look the path up again and retry once (known limit: under
 //     load, an open racing a commit that replaces the file on disk can
-//     meet ESTALE on the retry too and return it; rare, and counted by
-//     TestConcurrency). So a read through a
+//     meet ESTALE on the retry too and return it, and an O_CREAT open
+//     racing a commit has been seen to fail with ENOENT, a bug; both
+//     rare, and counted by TestConcurrency). So a read through a
 //     file opened after a change returned sees that change. Editor
 //     buffers have no file: their opens read the text as of the open,
 //     directly (FOPEN_DIRECT_IO), never from the page cache.
