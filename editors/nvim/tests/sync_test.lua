@@ -49,8 +49,10 @@ end
 
 T.case('an open file is in the daemon, saved', function()
   local buf, path = edit('open.txt', 'one\ntwo\n')
-  local b = T.buffer(probe, path, ws)
-  T.eq(false, b.dirty, 'an unmodified buffer is marked saved')
+  -- The open and the save that follows it are two messages.
+  T.wait('an unmodified buffer to be marked saved', function()
+    return T.buffer(probe, path, ws).dirty == false
+  end)
   synced(buf, path)
 end)
 
@@ -306,7 +308,10 @@ T.case('save, reload, undo and close fall back to disk', function()
   T.eq('from outside\n', T.text(probe, path), 'the merged view of a saved buffer')
   vim.cmd('edit!')
   synced(buf, path)
-  T.eq(false, T.buffer(probe, path, ws).dirty, 'clean after :e!')
+  T.wait('the daemon to hold the reloaded buffer, saved', function()
+    local b = T.buffer(probe, path, ws)
+    return b.version == require('draftfs').state(buf).version and not b.dirty
+  end)
   api.nvim_buf_set_lines(buf, 0, -1, true, { 'edit' })
   synced(buf, path)
   T.eq(true, T.buffer(probe, path, ws).dirty, 'dirty after a change')
@@ -496,9 +501,11 @@ T.case('quitting Neovim closes its buffers in the daemon', function()
     '-c', ("lua vim.fn.timer_start(20, function() if vim.loop.fs_stat(%q) then vim.cmd('qall!') end end, { ['repeat'] = -1 })"):format(quit),
   })
   T.ok(child > 0, 'cannot start a second Neovim')
-  T.wait('the other Neovim to send its buffer', function()
+  -- Opening sends the disk text and marks it saved a moment later, so
+  -- wait for the edit itself: the version after the open's.
+  T.wait('the other Neovim to send its edit', function()
     local b = T.buffer(probe, path, ws)
-    return b and b.dirty
+    return b and b.dirty and b.version > 1
   end)
   T.eq('unsaved\n', T.text(probe, path), 'the merged view while it runs')
   T.write_file(quit, '')
