@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -75,31 +76,27 @@ func text(i int) string {
 	return fmt.Sprintf("version %d %s\n", i, strings.Repeat("x", (i*7)%53))
 }
 
-// withoutFeed stops m's server consuming the change feed, leaving the
-// checks made at each open as the only invalidation.
-func withoutFeed(m *mounted) { m.srv.sub.Close() }
-
-// TestCoherenceBufferPush pushes buffer versions and reads each right
-// after the push returns: from this process at once (racing the feed)
-// and from another one. Without the feed, the checks at open must do.
-func TestCoherenceBufferPush(t *testing.T) {
-	for _, feed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("feed=%v", feed), func(t *testing.T) { testBufferPush(t, feed) })
+// settle waits, as the control socket does before answering, until the
+// mount applied every change made so far.
+func settle(t *testing.T, m *mounted) {
+	t.Helper()
+	if !m.ws.Settle(5 * time.Second) {
+		t.Fatal("the mount did not apply the changes within 5 s")
 	}
 }
 
-func testBufferPush(t *testing.T, feed bool) {
+// TestCoherenceBufferPush pushes buffer versions and reads each once the
+// push has settled (as the control socket answers a push): from this
+// process at once and from another one.
+func TestCoherenceBufferPush(t *testing.T) {
 	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "on disk\n", "other.txt": "other\n"}})
-	if !feed {
-		withoutFeed(m)
-	}
 	r := startReader(t)
 	p := filepath.Join(m.mnt, "f.txt")
 	if got := r.read(t, p); got != "on disk\n" {
 		t.Fatalf("before any push: %q", got)
 	}
-	// A descriptor opened before the pushes: the kernel passes the disk
-	// file through for it, and later opens must still see the buffer.
+	// A descriptor opened before the pushes: its pages must not be what
+	// later opens read.
 	held, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +110,7 @@ func testBufferPush(t *testing.T, feed bool) {
 		if _, err := bufs.Replace("f.txt", int64(i), []byte(text(i))); err != nil {
 			t.Fatal(err)
 		}
+		settle(t, m)
 		if b, err := os.ReadFile(p); err != nil || string(b) != text(i) {
 			t.Fatalf("push %d: read %q, %v; want %q", i, b, err, text(i))
 		}
@@ -126,12 +124,14 @@ func testBufferPush(t *testing.T, feed bool) {
 	if err := bufs.Open("new.txt", 1, []byte("only a buffer\n")); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, m)
 	if got := r.read(t, filepath.Join(m.mnt, "new.txt")); got != "only a buffer\n" {
 		t.Errorf("buffer-only file: %q", got)
 	}
 	if err := bufs.Close("f.txt"); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, m)
 	if got := r.read(t, p); got != "on disk\n" {
 		t.Errorf("after the buffer closed: %q", got)
 	}
@@ -144,16 +144,7 @@ func testBufferPush(t *testing.T, feed bool) {
 // removals, a commit and a discard through the engine (as ACP makes
 // them).
 func TestCoherenceEngineWrites(t *testing.T) {
-	for _, feed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("feed=%v", feed), func(t *testing.T) { testEngineWrites(t, feed) })
-	}
-}
-
-func testEngineWrites(t *testing.T, feed bool) {
 	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "on disk\n"}})
-	if !feed {
-		withoutFeed(m)
-	}
 	r := startReader(t)
 	acp := m.d.Fs(overlay.SourceACP)
 	p := filepath.Join(m.mnt, "f.txt")
@@ -174,6 +165,7 @@ func testEngineWrites(t *testing.T, feed bool) {
 		if err := afero.WriteFile(acp, "f.txt", []byte(text(i)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		settle(t, m)
 		readNow(i, p, text(i))
 		if i%20 == 0 {
 			if got := r.read(t, p); got != text(i) {
@@ -185,17 +177,20 @@ func testEngineWrites(t *testing.T, feed bool) {
 		if err := afero.WriteFile(acp, name, []byte(text(i)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		settle(t, m)
 		readNow(i, filepath.Join(m.mnt, name), text(i))
 		switch i % 3 {
 		case 0:
 			if err := acp.Remove(name); err != nil {
 				t.Fatal(err)
 			}
+			settle(t, m)
 			readNow(i, filepath.Join(m.mnt, name), "")
 		case 1:
 			if err := acp.Rename(name, "moved.txt"); err != nil {
 				t.Fatal(err)
 			}
+			settle(t, m)
 			readNow(i, filepath.Join(m.mnt, "moved.txt"), text(i))
 		}
 	}
@@ -204,16 +199,19 @@ func testEngineWrites(t *testing.T, feed bool) {
 	if _, err := m.d.Commit(overlay.CommitOptions{Keys: []string{"f.txt"}, Source: overlay.SourceCLI}); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, m)
 	if got := r.read(t, p); got != text(600) {
 		t.Errorf("after commit: %q", got)
 	}
 	if err := afero.WriteFile(acp, "f.txt", []byte("draft again\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, m)
 	readNow(0, p, "draft again\n")
 	if _, err := m.d.Discard([]string{"f.txt"}, overlay.SourceCLI); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, m)
 	readNow(0, p, text(600))
 	if got := r.read(t, p); got != text(600) {
 		t.Errorf("after discard: %q", got)

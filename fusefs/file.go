@@ -6,161 +6,121 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync"
 	"syscall"
-
+	
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
+
+	"github.com/draftfs/draftfs/overlay"
 )
+
+// File I/O has no open handles: the kernel never sends OPEN (see the
+// package documentation, Opens), so reads, writes and the rest come by
+// node and go to the engine by the node's path.
 
 var (
-	_ = (gofs.FileReader)((*handle)(nil))
-	_ = (gofs.FileWriter)((*handle)(nil))
-	_ = (gofs.FileFsyncer)((*handle)(nil))
-	_ = (gofs.FileReleaser)((*handle)(nil))
-	_ = (gofs.FileLseeker)((*handle)(nil))
-	_ = (gofs.FileAllocater)((*handle)(nil))
-	_ = (fileHandle)((*handle)(nil))
-
-	_ = (gofs.FilePassthroughFder)(ptHandle{})
-	_ = (gofs.FileReleaser)(ptHandle{})
-	_ = (fileHandle)(ptHandle{})
+	_ = (gofs.NodeOpener)((*node)(nil))
+	_ = (gofs.NodeCreater)((*node)(nil))
+	_ = (gofs.NodeReader)((*node)(nil))
+	_ = (gofs.NodeWriter)((*node)(nil))
+	_ = (gofs.NodeFlusher)((*node)(nil))
+	_ = (gofs.NodeFsyncer)((*node)(nil))
+	_ = (gofs.NodeLseeker)((*node)(nil))
+	_ = (gofs.NodeAllocater)((*node)(nil))
 )
 
-// fileHandle is what a node asks of its open handles when its path no
-// longer names it.
-type fileHandle interface {
-	stat() (fs.FileInfo, error)
-	truncate(size int64) (fs.FileInfo, error)
+// Open implements NodeOpener by declining: ENOSYS makes the kernel open
+// files itself from now on, without asking (FUSE's no_open), keeping
+// their pages across opens.
+func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, 0, syscall.ENOSYS
 }
 
-// handle is an open file: an engine handle. Flush is not implemented:
-// writes reach the engine as they are made, so opens ask the kernel not
-// to send FLUSH (FOPEN_NOFLUSH).
-type handle struct {
-	n        *node      // read only
-	f        afero.File // read only
-	osf      *os.File   // read only: the OS file under f, if any
-	rw       *os.File   // read only: osf reopened read-write, for a reader's passthrough of a draft file
-	writable bool       // read only
-	pt       bool       // read only: the kernel serves it by passthrough
-	// text is what an open of an editor buffer reads: the text as of the
-	// open, so its reads never mix two versions (nil for files).
-	text []byte
-	sig  uint64 // read only: the content's signature at the open
-
-	mu       sync.RWMutex // operations hold it shared, Release exclusively
-	released bool
-}
-
-// ptHandle is a handle the kernel reads directly from its OS file. It is
-// a type of its own because go-fuse attaches the node's passthrough file
-// to every handle that implements FilePassthroughFder.
-type ptHandle struct{ *handle }
-
-// PassthroughFd implements FilePassthroughFder.
-func (h ptHandle) PassthroughFd() (int, bool) {
-	if h.rw != nil {
-		return int(h.rw.Fd()), true
+// Create implements NodeCreater. The new file has no handle either.
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, nil, 0, syscall.ENOENT
 	}
-	return int(h.osf.Fd()), true
-}
-
-// use runs op on the handle unless it was released.
-func (h *handle) use(op func() syscall.Errno) syscall.Errno {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if h.released {
-		return syscall.EBADF
+	ef := os.O_RDWR | os.O_CREATE
+	if flags&syscall.O_TRUNC != 0 {
+		ef |= os.O_TRUNC
 	}
-	return op()
+	if flags&syscall.O_EXCL != 0 {
+		ef |= os.O_EXCL
+	}
+	f, err := n.srv.fsys.OpenFile(key, ef, fileMode(mode))
+	if err != nil {
+		return nil, nil, 0, n.srv.errno("create", err)
+	}
+	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
+	if errno != 0 {
+		f.Close()
+		return nil, nil, 0, errno
+	}
+	if err := f.Close(); err != nil {
+		return nil, nil, 0, n.srv.errno("create", err)
+	}
+	return child, nil, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
 }
 
-// Read implements FileReader.
-func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	var n int
-	errno := h.use(func() syscall.Errno {
-		if h.text != nil {
-			if off < int64(len(h.text)) {
-				n = copy(dest, h.text[off:])
-			}
-			return 0
-		}
+// Flush implements NodeFlusher by declining: ENOSYS makes the kernel
+// stop sending FLUSH at every close (writes reach the engine as they are
+// made).
+func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+// Read implements NodeReader.
+func (n *node) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	var cnt int
+	errno := n.use("read", false, func(f afero.File) error {
 		var err error
-		n, err = h.f.ReadAt(dest, off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return h.n.srv.errno("read", err)
+		cnt, err = f.ReadAt(dest, off)
+		if errors.Is(err, io.EOF) {
+			err = nil
 		}
-		return 0
+		return err
 	})
 	if errno != 0 {
 		return nil, errno
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return fuse.ReadResultData(dest[:cnt]), 0
 }
 
-// Write implements FileWriter.
-func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	var n int
-	errno := h.use(func() syscall.Errno {
+// Write implements NodeWriter.
+func (n *node) Write(ctx context.Context, _ gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	var cnt int
+	errno := n.use("write", true, func(f afero.File) error {
 		var err error
-		n, err = h.f.WriteAt(data, off)
-		return h.n.srv.errno("write", err)
+		cnt, err = f.WriteAt(data, off)
+		return err
 	})
-	return uint32(n), errno
+	return uint32(cnt), errno
 }
 
-// Fsync implements FileFsyncer: the content and the draft's metadata
+// Fsync implements NodeFsyncer: the content and the draft's metadata
 // are made durable.
-func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	return h.use(func() syscall.Errno { return h.n.srv.errno("fsync", h.f.Sync()) })
+func (n *node) Fsync(ctx context.Context, _ gofs.FileHandle, flags uint32) syscall.Errno {
+	return n.use("fsync", false, func(f afero.File) error { return f.Sync() })
 }
 
-// Release implements FileReleaser.
-func (h *handle) Release(ctx context.Context) syscall.Errno {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.released {
-		return syscall.EBADF
-	}
-	h.released = true
-	if h.pt && h.writable {
-		// The kernel wrote to the draft file directly: a zero-length
-		// write tells the engine the handle wrote, so it publishes the
-		// change when the handle closes.
-		if fi, err := h.f.Stat(); err == nil && contentSig(fi) != h.sig {
-			h.f.Write(nil)
-		}
-	}
-	err := h.closeFiles()
-	h.n.released(h)
-	return h.n.srv.errno("close", err)
-}
-
-// closeFiles closes the engine handle and the passthrough reopen.
-func (h *handle) closeFiles() error {
-	if h.rw != nil {
-		h.rw.Close()
-	}
-	return h.f.Close()
-}
-
-// Lseek implements FileLseeker for SEEK_DATA and SEEK_HOLE (the kernel
+// Lseek implements NodeLseeker for SEEK_DATA and SEEK_HOLE (the kernel
 // answers the other whences itself): the OS file knows its holes; text
 // without one (an editor buffer) has none.
-func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+func (n *node) Lseek(ctx context.Context, _ gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
 	var pos uint64
-	errno := h.use(func() syscall.Errno {
-		if h.osf != nil {
-			p, err := unix.Seek(int(h.osf.Fd()), int64(off), int(whence))
+	errno := n.use("lseek", false, func(f afero.File) error {
+		if osf, ok := osFileOf(f); ok {
+			p, err := unix.Seek(int(osf.Fd()), int64(off), int(whence))
 			pos = uint64(p)
-			return h.n.srv.errno("lseek", err)
+			return err
 		}
-		fi, err := h.f.Stat()
+		fi, err := f.Stat()
 		if err != nil {
-			return h.n.srv.errno("lseek", err)
+			return err
 		}
 		size := uint64(fi.Size())
 		switch {
@@ -173,41 +133,168 @@ func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, 
 		default:
 			return syscall.EINVAL
 		}
-		return 0
+		return nil
 	})
 	return pos, errno
 }
 
-// Allocate implements FileAllocater on the draft file under a writable
-// handle.
-func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	return h.use(func() syscall.Errno {
-		if !h.writable || h.osf == nil {
-			return syscall.EBADF
+// Allocate implements NodeAllocater on the draft file.
+func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
+	return n.use("fallocate", true, func(f afero.File) error {
+		osf, ok := osFileOf(f)
+		if !ok {
+			return syscall.EOPNOTSUPP
 		}
-		return h.n.srv.errno("fallocate", unix.Fallocate(int(h.osf.Fd()), mode, int64(off), int64(size)))
+		return unix.Fallocate(int(osf.Fd()), mode, int64(off), int64(size))
 	})
 }
 
-func (h *handle) stat() (fs.FileInfo, error) {
-	var fi fs.FileInfo
-	var err error
-	if errno := h.use(func() syscall.Errno { fi, err = h.f.Stat(); return 0 }); errno != 0 {
-		return nil, errno
+func osFileOf(f afero.File) (*os.File, bool) {
+	if d, ok := f.(overlay.FileDescriptor); ok {
+		return d.OSFile()
 	}
-	return fi, err
+	return nil, false
 }
 
-func (h *handle) truncate(size int64) (fs.FileInfo, error) {
-	var fi fs.FileInfo
-	var err error
-	if errno := h.use(func() syscall.Errno {
-		if err = h.f.Truncate(size); err == nil {
-			fi, err = h.f.Stat()
-		}
-		return 0
-	}); errno != 0 {
-		return nil, errno
+// use runs fn on an engine handle of n's file, writable when write: the
+// pinned one, else one opened by n's path for fn alone. The kernel does
+// not say when a file is closed, and a handle open for writing would
+// keep its file in the draft across a commit (see overlay.Draft.Commit),
+// so none stays open; reads are rare, as the kernel keeps pages.
+func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Errno {
+	n.ioMu.RLock()
+	if n.pin != nil {
+		defer n.ioMu.RUnlock()
+		return n.srv.errno(op, fn(n.pin))
 	}
-	return fi, err
+	n.ioMu.RUnlock()
+	key, _, errno := n.current()
+	if errno != 0 {
+		return errno
+	}
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_RDWR
+	}
+	f, err := n.srv.fsys.OpenFile(key, flag, 0)
+	if err != nil {
+		return n.openErrno(op, err)
+	}
+	err = fn(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n.srv.errno(op, err)
+}
+
+// openErrno is the errno of a failed open of n's path by the engine.
+func (n *node) openErrno(op string, err error) syscall.Errno {
+	if errors.Is(err, overlay.ErrOutside) {
+		// The path became a symlink since it was checked (the engine
+		// follows symlinks): the file the kernel meant is gone.
+		return syscall.ENOENT
+	}
+	return n.srv.errno(op, err)
+}
+
+// errNotPinned: the node has no pinned handle.
+var errNotPinned = errors.New("not pinned")
+
+// pinned runs fn on n's pinned handle; errNotPinned when there is none.
+func (n *node) pinned(fn func(afero.File) (fs.FileInfo, error)) (fs.FileInfo, error) {
+	n.ioMu.RLock()
+	defer n.ioMu.RUnlock()
+	if n.pin == nil {
+		return nil, errNotPinned
+	}
+	return fn(n.pin)
+}
+
+// pinChild keeps the file at name in directory n reachable while its
+// name is unlinked or replaced through the mount (a process may have it
+// open: the kernel does not say), and returns what undoes that if the
+// change fails. A file with other names stays reachable by them.
+func (n *node) pinChild(name string) (undo func()) {
+	undo = func() {}
+	in := n.GetChild(name)
+	if in == nil || in.StableAttr().Mode != syscall.S_IFREG {
+		return undo
+	}
+	c := in.Operations().(*node)
+	key, fi, errno := c.current()
+	if errno != 0 {
+		return undo
+	}
+	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
+		return undo
+	}
+	f, err := c.srv.fsys.OpenFile(key, os.O_RDONLY, 0)
+	if err != nil {
+		return undo
+	}
+	if osf, ok := osFileOf(f); ok && !c.srv.onDisk(osf) {
+		// A draft file: writes through the open descriptor go on.
+		if rw, err := c.srv.fsys.OpenFile(key, os.O_RDWR, 0); err == nil {
+			f.Close()
+			f = rw
+		}
+	}
+	c.ioMu.Lock()
+	defer c.ioMu.Unlock()
+	if c.pin != nil {
+		f.Close()
+		return undo
+	}
+	c.pin = f
+	c.srv.hold(c, true)
+	return func() {
+		c.ioMu.Lock()
+		defer c.ioMu.Unlock()
+		if c.pin == f {
+			c.pin.Close()
+			c.pin = nil
+			c.srv.hold(c, false)
+		}
+	}
+}
+
+// onDisk reports whether f is a workspace file rather than a draft's.
+func (s *Server) onDisk(f *os.File) bool {
+	return within(f.Name(), s.d.Workspace().Root())
+}
+
+// closeHandles closes n's pinned handle.
+func (n *node) closeHandles() {
+	n.ioMu.Lock()
+	defer n.ioMu.Unlock()
+	if n.pin != nil {
+		n.pin.Close()
+		n.pin = nil
+		n.srv.hold(n, false)
+	}
+}
+
+// hold records whether n holds engine handles, so that they are closed
+// when serving ends (the kernel forgets nothing then).
+func (s *Server) hold(n *node, holds bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if holds {
+		s.holding[n] = struct{}{}
+	} else {
+		delete(s.holding, n)
+	}
+}
+
+// closeHandles closes the handles of every node that holds some.
+func (s *Server) closeHandles() {
+	s.mu.Lock()
+	nodes := make([]*node, 0, len(s.holding))
+	for n := range s.holding {
+		nodes = append(nodes, n)
+	}
+	s.mu.Unlock()
+	for _, n := range nodes {
+		n.closeHandles()
+	}
 }

@@ -2,17 +2,16 @@ package fusefs
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/fnv"
+	"errors"
 	"io/fs"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/spf13/afero"
 
 	"github.com/draftfs/draftfs/overlay"
 )
@@ -22,28 +21,16 @@ import (
 // renames; every operation asks the engine by that path.
 type node struct {
 	gofs.Inode
-	srv  *Server   // read only
-	born time.Time // read only: when the node was made (see freshFor)
+	srv *Server // read only
 
-	mu sync.Mutex // protects the following
-	// sig is the signature of the content the kernel's caches of this
-	// node were filled under (see contentSig, listingSig); 0 when the
-	// kernel holds none.
-	sig uint64
-	// dropping is closed when a NotifyContent of the node in progress
-	// has landed; nil when none is.
-	dropping chan struct{}
-	// dirAttrs is contentSig of a directory's attributes when its
-	// listing was last checked (see OpendirHandle).
-	dirAttrs uint64
-	// backing is the file passthrough opens of this node use; set by
-	// the first one and kept, as go-fuse keeps one backing file per node.
-	backing   fileID
-	backingRW bool // every backing file registered for it was writable
-	ptOpen    int  // open handles served by passthrough
-	cached    int  // open handles served through the server
-	draining  int  // opens waiting for ptOpen to drop to 0
-	moved     bool // see markMoved; cleared when its path names it again
+	// ioMu: reads and writes hold it shared while they use pin, setting
+	// or closing it hold it exclusively.
+	ioMu sync.RWMutex
+	// pin is the object's handle once its name was unlinked or replaced
+	// through the mount while the kernel may still have it open: the
+	// only way left to it (see pinChild). Kept until the kernel forgets
+	// the node.
+	pin afero.File
 }
 
 var (
@@ -86,12 +73,11 @@ func (n *node) childKey(name string) (string, bool) {
 }
 
 // current describes what n's path holds now. ENOENT when n has no name
-// any more (removed or replaced through the mount: the kernel knows) or
-// its path holds an object of another type (a node's type never changes,
-// so its object is gone). ESTALE when its path no longer names its
-// object because of a change made elsewhere (removed, replaced, or given
-// a new inode by a commit): the kernel then looks the path up again and
-// retries once. See also markMoved.
+// any more, or its path holds nothing or an object of another type (a
+// node's type never changes). An object of the same type that replaced
+// n's elsewhere (a commit gives a file a new inode number) is taken for
+// n's: reads and writes by its path reach it, as on a network file
+// system; the change feed makes the kernel look the path up again.
 func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	key, ok := n.key()
 	if !ok {
@@ -100,67 +86,16 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	fi, err := n.srv.fsys.Lstat(key)
 	if err != nil {
 		e := n.srv.errno("lstat", err)
-		if e == syscall.ENOENT || e == syscall.ENOTDIR {
-			e = n.stale()
+		if e == syscall.ENOTDIR {
+			e = syscall.ENOENT
 		}
 		return key, nil, e
 	}
-	if !n.IsRoot() {
-		sa := n.StableAttr()
-		switch {
-		case typeOf(fi.Mode()) != sa.Mode:
-			return key, nil, syscall.ENOENT
-		case inoOf(fi) != sa.Ino:
-			return key, nil, n.stale()
-		}
+	if !n.IsRoot() && typeOf(fi.Mode()) != n.StableAttr().Mode {
+		return key, nil, syscall.ENOENT
 	}
-	n.mu.Lock()
-	n.moved = false
-	n.mu.Unlock()
 	n.srv.claim(n)
 	return key, fi, 0
-}
-
-// stale is the error for a path that no longer names n: ESTALE, unless
-// the mount itself moved n (see markMoved).
-func (n *node) stale() syscall.Errno {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.moved {
-		return syscall.ENOENT
-	}
-	return syscall.ESTALE
-}
-
-// refresh makes what the kernel caches of file node n (attributes and
-// pages) agree with content of signature sig: when they were filled
-// under another, it drops them. sig 0 drops them unless already dropped.
-//
-// It returns only once no drop of n is in flight: a drop landing while
-// a read is under way makes the kernel discard the attributes that read
-// fetched and read with a stale size, so a caller that answers an open
-// must not leave one behind, nor start one that was not needed.
-func (n *node) refresh(sig uint64) {
-	n.mu.Lock()
-	for n.dropping != nil {
-		ch := n.dropping
-		n.mu.Unlock()
-		<-ch
-		n.mu.Lock()
-	}
-	if n.sig == sig {
-		n.mu.Unlock()
-		return
-	}
-	n.sig = sig
-	ch := make(chan struct{})
-	n.dropping = ch
-	n.mu.Unlock()
-	n.NotifyContent(0, 0)
-	n.mu.Lock()
-	n.dropping = nil
-	close(ch)
-	n.mu.Unlock()
 }
 
 // Lookup implements NodeLookuper.
@@ -181,19 +116,13 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	_, fi, errno := n.current()
 	if errno != 0 {
-		h, ok := f.(fileHandle)
-		if !ok {
+		var err error
+		if fi, err = n.pinned(func(f afero.File) (fs.FileInfo, error) { return f.Stat() }); err != nil {
 			return errno
 		}
-		var err error
-		if fi, err = h.stat(); err != nil {
-			return n.srv.errno("fstat", err)
-		}
-		n.srv.fill(&out.Attr, fi)
-		out.Ino = n.StableAttr().Ino // the handle may describe what its path holds now
-		return 0
 	}
 	n.srv.fill(&out.Attr, fi)
+	out.Ino = n.StableAttr().Ino // the path may hold a replacement (see current)
 	return 0
 }
 
@@ -225,17 +154,25 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	key, cur, errno := n.current()
 	if errno != 0 {
 		// Only ftruncate of an unlinked open file can still be served.
-		h, ok := f.(fileHandle)
-		if !ok || a.Size == nil || a.Mode != nil || a.Uid != nil || a.Gid != nil || a.Atime != nil || a.Mtime != nil {
+		if a.Size == nil || a.Mode != nil || a.Uid != nil || a.Gid != nil || a.Atime != nil || a.Mtime != nil {
 			return errno
 		}
-		fi, err := h.truncate(*a.Size)
+		fi, err := n.pinned(func(f afero.File) (fs.FileInfo, error) {
+			if err := f.Truncate(*a.Size); err != nil {
+				return nil, err
+			}
+			return f.Stat()
+		})
+		if errors.Is(err, errNotPinned) {
+			return errno
+		}
 		if err != nil {
 			return n.srv.errno("ftruncate", err)
 		}
 		n.srv.fill(&out.Attr, fi)
 		return 0
 	}
+
 	sameAttrs(&a, cur)
 	if a != (overlay.Attrs{}) {
 		if err := n.srv.fsys.Setattr(key, a); err != nil {
@@ -312,12 +249,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 			}
 		}
 	}
-	n := &node{srv: s, born: time.Now()}
-	if !fi.IsDir() {
-		// A new kernel inode has no pages: whatever it caches comes from
-		// reads after this lookup, with the size it returns.
-		n.sig = contentSig(fi)
-	}
+	n := &node{srv: s}
 	sa := s.stable(fi)
 	s.mu.Lock()
 	if k := s.byIno[ino]; k == nil || k.Forgotten() || k.StableAttr().Gen != sa.Gen {
@@ -340,8 +272,9 @@ func (s *Server) claim(n *node) {
 }
 
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
-// drops it.
+// drops it. Its handles go with it.
 func (n *node) OnForget() {
+	n.closeHandles()
 	ino := n.StableAttr().Ino
 	n.srv.mu.Lock()
 	if n.srv.byIno[ino] == n {
@@ -460,48 +393,4 @@ func fileMode(mode uint32) fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
-}
-
-// contentSig summarises what a file holds: a change of content changes
-// its size, mtime or ctime (disk and draft files take fine-grained
-// timestamps once stat'ed; buffers stamp every change), a replacement
-// its inode number.
-func contentSig(fi fs.FileInfo) uint64 {
-	var b [40]byte
-	binary.LittleEndian.PutUint64(b[0:], inoOf(fi))
-	binary.LittleEndian.PutUint64(b[8:], uint64(fi.Size()))
-	binary.LittleEndian.PutUint64(b[16:], uint64(fi.ModTime().UnixNano()))
-	var ctime time.Time
-	if a, ok := fi.Sys().(*overlay.Attr); ok {
-		ctime = a.Ctime
-	}
-	binary.LittleEndian.PutUint64(b[24:], uint64(ctime.UnixNano()))
-	binary.LittleEndian.PutUint64(b[32:], uint64(fi.Mode()))
-	return nonZero(fnvSum(b[:]))
-}
-
-// listingSig summarises a directory listing: names and types.
-func listingSig(ents []fs.DirEntry) uint64 {
-	h := fnv.New64a()
-	var t [4]byte
-	for _, e := range ents {
-		h.Write([]byte(e.Name()))
-		binary.LittleEndian.PutUint32(t[:], uint32(e.Type()))
-		h.Write(t[:])
-	}
-	return nonZero(h.Sum64())
-}
-
-func fnvSum(b []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
-}
-
-// nonZero keeps 0 for "the kernel holds nothing".
-func nonZero(sig uint64) uint64 {
-	if sig == 0 {
-		return 1
-	}
-	return sig
 }

@@ -87,8 +87,12 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	markMoved(n.GetChild(name))
-	return n.srv.errno("unlink", n.srv.fsys.Unlink(key))
+	undo := n.pinChild(name)
+	if err := n.srv.fsys.Unlink(key); err != nil {
+		undo()
+		return n.srv.errno("unlink", err)
+	}
+	return 0
 }
 
 // Rmdir implements NodeRmdirer.
@@ -97,7 +101,6 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	markMoved(n.GetChild(name))
 	return n.srv.errno("rmdir", n.srv.fsys.Rmdir(key))
 }
 
@@ -123,27 +126,15 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
 	}
-	markMoved(n.GetChild(name))
-	markMoved(np.GetChild(newName))
-	return n.srv.errno("rename", n.srv.fsys.Rename2(from, to, rf))
-}
-
-// markMoved notes that a node's name is about to change through the
-// mount: until go-fuse's tree follows, after the handler returns, a
-// request racing with the change finds the node's old path naming
-// something else, and answers as a local disk would, with ENOENT rather
-// than ESTALE (which the kernel retries, and may meet again in a tight
-// race). The mark stays until the node's path names it again; a change
-// that fails leaves it too, which only turns a later ESTALE into ENOENT.
-func markMoved(in *gofs.Inode) {
-	if in == nil {
-		return
+	undo := func() {}
+	if rf&overlay.RenameExchange == 0 {
+		undo = np.pinChild(newName)
 	}
-	if n, ok := in.Operations().(*node); ok {
-		n.mu.Lock()
-		n.moved = true
-		n.mu.Unlock()
+	if err := n.srv.fsys.Rename2(from, to, rf); err != nil {
+		undo()
+		return n.srv.errno("rename", err)
 	}
+	return 0
 }
 
 // Link implements NodeLinker.
@@ -174,42 +165,16 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 }
 
 // OpendirHandle implements NodeOpendirHandler. The kernel keeps
-// listings across opens (FOPEN_CACHE_DIR); changes made through the
-// mount reset them, and the feed consumer drops those of directories
-// changed elsewhere. So the listing kept by the kernel is trusted when
-// it was checked before, the directory's own attributes did not change
-// since (a change on disk changes them) and the feed has no change
-// waiting to be applied; otherwise the listing is read now and compared
-// with the one the kernel holds, which is dropped if it differs. The
-// handle reads its listing at most once, so its offsets stay stable.
+// listings across opens (FOPEN_CACHE_DIR): changes made through the
+// mount reset them, the feed consumer drops those of directories changed
+// elsewhere. The handle reads its listing at most once, so its offsets
+// stay stable.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	key, fi, errno := n.current()
-	if errno != 0 {
-		return nil, 0, errno
+	key, ok := n.key()
+	if !ok {
+		return nil, 0, syscall.ENOENT
 	}
-	h := &dirHandle{n: n, key: key}
-	attrs := contentSig(fi)
-	n.mu.Lock()
-	trusted := n.sig != 0 && n.dirAttrs == attrs
-	n.mu.Unlock()
-	if trusted && n.srv.feedIdle() {
-		return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
-	}
-	ents, err := n.srv.fsys.ReadDir(key)
-	if err != nil {
-		return nil, 0, n.srv.errno("readdir", err)
-	}
-	h.ents, h.loaded = ents, true
-	sig := listingSig(ents)
-	n.mu.Lock()
-	stale := n.sig != 0 && n.sig != sig
-	n.sig, n.dirAttrs = sig, attrs
-	n.mu.Unlock()
-	if stale {
-		// The kernel's cached listing is older than this one.
-		n.NotifyContent(0, 0)
-	}
-	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return &dirHandle{n: n, key: key}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // dirHandle is an open directory.

@@ -2,91 +2,51 @@ package fusefs
 
 import (
 	"strings"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 
 	"github.com/draftfs/draftfs/overlay"
 )
 
-// Feed polling: how often the consumer looks for changes right after
-// some arrived, and at most when none did for a while.
-const (
-	pollBusy = 100 * time.Microsecond
-	pollIdle = 2 * time.Millisecond
-	busyFor  = 50 * time.Millisecond
-)
-
 // consume invalidates what the kernel caches of every change made to the
-// view from outside the mount, until the subscription closes. It runs on
-// its own goroutine. It takes changes off the feed only with feedMu held
-// and applies them before releasing it, so that feedIdle can tell that
-// every change published so far was applied; it polls rather than block
-// in a receive, as a change received outside the lock would be applied
-// unseen. No FUSE handler waits for feedMu (see feedIdle), so the kernel
-// notifications made with it held cannot deadlock.
+// view from outside the mount, until the subscription closes, and tells
+// the workspace what it applied, so that [overlay.Workspace.Settle]
+// returns only once the kernel can no longer serve what a change
+// replaced. It runs on its own goroutine.
 func (s *Server) consume() {
-	lastBusy := time.Now()
-	for {
-		s.feedMu.Lock()
-		applied, open := s.drain()
-		s.feedMu.Unlock()
-		if !open {
-			return
-		}
-		if applied {
-			lastBusy = time.Now()
-		}
-		if time.Since(lastBusy) < busyFor {
-			time.Sleep(pollBusy)
-		} else {
-			time.Sleep(pollIdle)
-		}
-	}
-}
-
-// drain applies the changes queued on the feed, reporting whether any
-// concerned the mount; open is false once the subscription closed. Must
-// be called with s.feedMu held.
-func (s *Server) drain() (applied, open bool) {
-	for {
-		select {
-		case c, ok := <-s.sub.C:
-			if !ok {
-				s.feedClosed = true
-				return applied, false
+	for c := range s.sub.C {
+		n := 1
+		s.apply(c)
+	drain:
+		for {
+			select {
+			case c, ok := <-s.sub.C:
+				if !ok {
+					break drain
+				}
+				s.apply(c)
+				n++
+			default:
+				break drain
 			}
-			if s.apply(c) {
-				applied = true
-			}
-		default:
-			return applied, true
 		}
+		if s.sub.TakeLost() {
+			s.invalidateAll()
+		}
+		s.sub.Applied(n)
 	}
 }
 
-// feedIdle reports whether every change published on the feed so far
-// has been applied: none is queued, the consumer is not applying one and
-// still runs. It never waits: a consumer at work means "not idle".
-func (s *Server) feedIdle() bool {
-	if !s.feedMu.TryLock() {
-		return false
-	}
-	defer s.feedMu.Unlock()
-	return !s.feedClosed && len(s.sub.C) == 0
-}
-
-// apply invalidates what the kernel caches of one change, reporting
-// whether the change concerned the mount.
-func (s *Server) apply(c overlay.Change) bool {
+// apply invalidates what the kernel caches of one change.
+func (s *Server) apply(c overlay.Change) {
 	if c.Overflow {
 		s.invalidateAll()
 	}
 	if c.Draft != "" && c.Draft != s.d.Name() {
-		return c.Overflow // another draft's view
+		return // another draft's view
 	}
 	if c.Draft != "" && c.Source == overlay.SourceMount {
-		return c.Overflow // made through the mount: the kernel saw it
+		return // made through the mount: the kernel saw it
 	}
 	switch c.Kind {
 	case overlay.ChangeWrite, overlay.ChangeAttr:
@@ -100,7 +60,6 @@ func (s *Server) apply(c overlay.Change) bool {
 		// disk changes may change what a name denotes.
 		s.invalidateEntry(c.Path)
 	}
-	return true
 }
 
 // known returns the node go-fuse holds for key, nil when the kernel
@@ -126,26 +85,14 @@ func splitKey(key string) (parent, name string) {
 	return key[:i], key[i+1:]
 }
 
-// invalidateNode drops the kernel's attributes and pages of key's node,
-// unless an open already brought them up to date with what the path
-// holds now.
+// invalidateNode drops the kernel's attributes and pages of key's node
+// (a directory's: its listing).
 func (s *Server) invalidateNode(key string) {
 	in := s.known(key)
 	if in == nil {
 		return
 	}
-	n, ok := in.Operations().(*node)
-	if !ok || in.IsDir() {
-		// Listings are checked at each opendir; this drops the
-		// attributes and the kernel's listing.
-		in.NotifyContent(0, 0)
-		return
-	}
-	var sig uint64
-	if fi, err := s.fsys.Lstat(key); err == nil && inoOf(fi) == in.StableAttr().Ino {
-		sig = contentSig(fi)
-	}
-	n.refresh(sig)
+	in.NotifyContent(0, 0)
 }
 
 // invalidateEntry drops the kernel's entry for key (so the next access
@@ -156,10 +103,31 @@ func (s *Server) invalidateEntry(key string) {
 	if key == "" {
 		return
 	}
-	parent, name := splitKey(key)
-	if p := s.known(parent); p != nil {
-		p.NotifyEntry(name)
-		p.NotifyContent(0, 0)
+	// The kernel may hold a failed lookup of the path's first element
+	// below the deepest directory it knows (a change may create several
+	// levels at once). NotifyEntry waits for the listings being read in
+	// the directory, so the NotifyContent after it drops any listing
+	// read before the change.
+	p, rest := s.deepest(key)
+	name, _, _ := strings.Cut(rest, "/")
+	p.NotifyEntry(name)
+	p.NotifyContent(0, 0)
+}
+
+// deepest returns the node of key's deepest ancestor go-fuse holds, and
+// the rest of key below it.
+func (s *Server) deepest(key string) (*gofs.Inode, string) {
+	in := &s.root.Inode
+	for {
+		elem, rest, more := strings.Cut(key, "/")
+		if !more {
+			return in, key
+		}
+		child := in.GetChild(elem)
+		if child == nil {
+			return in, key
+		}
+		in, key = child, rest
 	}
 }
 
@@ -185,11 +153,7 @@ func (s *Server) invalidateAll() {
 	for len(todo) > 0 {
 		in := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		if n, ok := in.Operations().(*node); ok && !in.IsDir() {
-			n.refresh(0)
-		} else {
-			in.NotifyContent(0, 0)
-		}
+		in.NotifyContent(0, 0)
 		for name, ch := range in.Children() {
 			in.NotifyEntry(name)
 			todo = append(todo, ch)

@@ -1,7 +1,6 @@
 package fusefs
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -38,7 +37,8 @@ var ErrDetached = errors.New("mount busy: detached lazily")
 // fsType is the mount's type in /proc/self/mountinfo.
 const fsType = "fuse.draftfs"
 
-// cacheTimeout is how long the kernel keeps entries and attributes;
+// cacheTimeout is how long the kernel keeps entries (failed lookups
+// too) and attributes;
 // changes from outside the mount are invalidated explicitly.
 const cacheTimeout = time.Hour
 
@@ -54,16 +54,12 @@ type Server struct {
 	uid, gid   uint32               // read only: the server's own ids
 	done       chan struct{}        // closed when the mount is gone and the feed drained
 
-	feedMu     sync.Mutex // held while taking changes off the feed and applying them
-	feedClosed bool       // protected by feedMu: the subscription closed
-
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
 	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
-	ptDev map[uint64]bool   // whether passthrough works for files on each device
-	// open handles: the kernel drops the RELEASE of files closed just
-	// before an unmount, so those are closed when serving ends.
-	open map[*handle]struct{}
+	// nodes holding engine handles: the kernel forgets nothing when the
+	// mount goes, so those are closed when serving ends.
+	holding map[*node]struct{}
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
@@ -87,8 +83,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		done:       make(chan struct{}),
 		gens:       map[uint64]uint64{},
 		byIno:      map[uint64]*node{},
-		ptDev:      map[uint64]bool{},
-		open:       map[*handle]struct{}{},
+		holding:    map[*node]struct{}{},
 	}
 	if s.logf == nil {
 		s.logf = log.Printf
@@ -111,22 +106,20 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 			// answers it (none) without asking the engine.
 			IgnoreSecurityLabels: true,
 			DisableSplice:        true, // replies are built in memory
-			// mmap of files read directly (editor buffers); O_TRUNC in
-			// the open itself, not in a setattr before it.
-			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ATOMIC_O_TRUNC,
-			MaxWrite:          1 << 20,
+			MaxWrite: 1 << 20,
 			Debug:             opts.Debug,
 			Logger:            logger,
 		},
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
 		NullPermissions: true, // modes are real: 0 means 0
 		RootStableAttr:  &gofs.StableAttr{Ino: inoOf(rootInfo)},
 		Logger:          logger,
 	}
 	// Subscribe before serving, so no change after the first request
 	// is missed.
-	s.sub = d.Workspace().Subscribe()
+	s.sub = d.Workspace().SubscribeFollowed()
 	srv, err := fuse.NewServer(gofs.NewNodeFS(s.root, fopts), mp, &fopts.MountOptions)
 	if err != nil {
 		s.sub.Close()
@@ -207,19 +200,6 @@ func (s *Server) Unmount() error {
 
 // Wait returns once the mount is gone.
 func (s *Server) Wait() { <-s.done }
-
-// closeHandles closes the handles the kernel did not release.
-func (s *Server) closeHandles() {
-	s.mu.Lock()
-	left := make([]*handle, 0, len(s.open))
-	for h := range s.open {
-		left = append(left, h)
-	}
-	s.mu.Unlock()
-	for _, h := range left {
-		h.Release(context.Background())
-	}
-}
 
 // Nodes counts the nodes the kernel holds and go-fuse keeps for it.
 func (s *Server) Nodes() int {

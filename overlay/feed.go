@@ -3,6 +3,7 @@ package overlay
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ChangeKind says what happened to a path of the merged view.
@@ -45,10 +46,56 @@ type Subscription struct {
 	ch   chan Change
 	lost atomic.Bool
 	f    *feed
+	// followed: Settle waits for this subscriber (see SubscribeFollowed).
+	followed bool // read only
+
+	mu       sync.Mutex // protects the following
+	sent     uint64     // changes queued on ch
+	applied  uint64     // changes the subscriber said it applied
+	progress chan struct{}
+	closed   bool
 }
 
 // Close stops the subscription; C is closed.
 func (s *Subscription) Close() { s.f.unsubscribe(s) }
+
+// Applied tells Settle that the subscriber has applied n more changes
+// taken off C.
+func (s *Subscription) Applied(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied += uint64(n)
+	if !s.closed {
+		close(s.progress)
+		s.progress = make(chan struct{})
+	}
+}
+
+// TakeLost reports whether changes were dropped because the subscriber
+// fell behind since the last call: when C is empty and it reports true,
+// the subscriber must treat every path as changed.
+func (s *Subscription) TakeLost() bool { return s.lost.Swap(false) }
+
+// caughtUp waits until the subscriber has applied every change queued
+// for it and has none lost, or the deadline passes (false).
+func (s *Subscription) caughtUp(deadline time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && (s.applied < s.sent || s.lost.Load()) {
+		ch := s.progress
+		s.mu.Unlock()
+		wait := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ch:
+			wait.Stop()
+		case <-wait.C:
+			s.mu.Lock()
+			return false
+		}
+		s.mu.Lock()
+	}
+	return true
+}
 
 // feed fans changes out to subscribers without ever blocking publishers.
 type feed struct {
@@ -56,9 +103,9 @@ type feed struct {
 	subs map[*Subscription]struct{}
 }
 
-func (f *feed) subscribe() *Subscription {
+func (f *feed) subscribe(followed bool) *Subscription {
 	ch := make(chan Change, feedQueue)
-	s := &Subscription{C: ch, ch: ch, f: f}
+	s := &Subscription{C: ch, ch: ch, f: f, followed: followed, progress: make(chan struct{})}
 	f.mu.Lock()
 	if f.subs == nil {
 		f.subs = map[*Subscription]struct{}{}
@@ -74,6 +121,10 @@ func (f *feed) unsubscribe(s *Subscription) {
 	if _, ok := f.subs[s]; ok {
 		delete(f.subs, s)
 		close(s.ch)
+		s.mu.Lock()
+		s.closed = true
+		close(s.progress)
+		s.mu.Unlock()
 	}
 }
 
@@ -88,9 +139,34 @@ func (f *feed) publish(changes ...Change) {
 			select {
 			case s.ch <- c:
 				s.lost.Store(false)
+				if s.followed {
+					s.mu.Lock()
+					s.sent++
+					s.mu.Unlock()
+				}
 			default:
 				s.lost.Store(true)
 			}
 		}
 	}
+}
+
+// settle waits until every followed subscriber has applied the changes
+// queued for it, or timeout passes (false).
+func (f *feed) settle(timeout time.Duration) bool {
+	f.mu.Lock()
+	var subs []*Subscription
+	for s := range f.subs {
+		if s.followed {
+			subs = append(subs, s)
+		}
+	}
+	f.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for _, s := range subs {
+		if !s.caughtUp(deadline) {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -120,7 +121,18 @@ func (w *Workspace) Disk() afero.Fs { return w.disk }
 
 // Subscribe starts receiving every change to the merged views of the
 // workspace's drafts.
-func (w *Workspace) Subscribe() *Subscription { return w.feed.subscribe() }
+func (w *Workspace) Subscribe() *Subscription { return w.feed.subscribe(false) }
+
+// SubscribeFollowed is Subscribe for a subscriber that keeps a view of
+// the workspace (a mount's kernel caches): it reports what it applied
+// with [Subscription.Applied], and [Workspace.Settle] waits for it.
+func (w *Workspace) SubscribeFollowed() *Subscription { return w.feed.subscribe(true) }
+
+// Settle returns once every followed subscriber (see SubscribeFollowed)
+// has applied the changes published so far, so that what a caller just
+// changed is what every view shows; false if that took longer than
+// timeout.
+func (w *Workspace) Settle(timeout time.Duration) bool { return w.feed.settle(timeout) }
 
 var draftName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 

@@ -284,6 +284,10 @@ func (cn *conn) closeOwned() {
 	}
 }
 
+// settleTimeout bounds how long a request waits for the mounts to
+// apply what it changed (see overlay.Workspace.Settle).
+const settleTimeout = 2 * time.Second
+
 // Handle implements jsonrpc2.Handler. Ordered methods (initialize and
 // buffer/*) run here, on the reading goroutine, so a connection's buffer
 // changes apply in arrival order; the others run concurrently, at most
@@ -335,6 +339,11 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 		}()
 		res, err = m.fn(cn, ctx, req)
 	}()
+	// What the request changed is what the mounts show once it is
+	// answered.
+	if !cn.s.ws.Settle(settleTimeout) {
+		cn.s.opts.Logf("control: %s: a mount took over %v to apply the change; reads through it may lag", req.Method, settleTimeout)
+	}
 	if req.Notif {
 		if err != nil {
 			cn.notificationFailed(req, err)
