@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	
+
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"

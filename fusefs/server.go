@@ -106,9 +106,9 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 			// answers it (none) without asking the engine.
 			IgnoreSecurityLabels: true,
 			DisableSplice:        true, // replies are built in memory
-			MaxWrite: 1 << 20,
-			Debug:             opts.Debug,
-			Logger:            logger,
+			MaxWrite:             1 << 20,
+			Debug:                opts.Debug,
+			Logger:               logger,
 		},
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -120,7 +120,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// Subscribe before serving, so no change after the first request
 	// is missed.
 	s.sub = d.Workspace().SubscribeFollowed()
-	srv, err := fuse.NewServer(gofs.NewNodeFS(s.root, fopts), mp, &fopts.MountOptions)
+	srv, err := fuse.NewServer(rawFS{gofs.NewNodeFS(s.root, fopts)}, mp, &fopts.MountOptions)
 	if err != nil {
 		s.sub.Close()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)

@@ -505,3 +505,44 @@ func TestSharedBufferOutlivesOneEditor(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRequestsSettle: a request is answered only once the followed
+// subscribers (the mounts) applied what it changed, so a read through a
+// mount after the answer sees the change.
+func TestRequestsSettle(t *testing.T) {
+	e := newEnv(t)
+	sub := e.ws.SubscribeFollowed()
+	defer sub.Close()
+	r := e.raw(t)
+	answer := func() <-chan reply {
+		ch := make(chan reply, 1)
+		go func() { ch <- r.answer() }()
+		return ch
+	}
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t"}}}`)
+	select {
+	case m := <-answer(): // initialize changes nothing: answered at once
+		if m.Error != nil {
+			t.Fatal(m.Error)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("initialize was not answered")
+	}
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"buffer/didOpen","params":{"path":"f.txt","version":1,"text":"x"}}`)
+	answered := answer()
+	<-sub.C
+	select {
+	case m := <-answered:
+		t.Fatalf("answered before the subscriber applied the change: %s", m.Result)
+	case <-time.After(100 * time.Millisecond):
+	}
+	sub.Applied(1)
+	select {
+	case m := <-answered:
+		if m.Error != nil {
+			t.Fatal(m.Error)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not answered after the subscriber applied the change")
+	}
+}
