@@ -30,7 +30,7 @@ var (
 )
 
 // FileDescriptor is implemented by handles backed by an OS file, so a
-// front end can hand the descriptor to the kernel (FUSE passthrough).
+// front end can ask the OS what only it knows (holes, fallocate).
 // Writes made through the descriptor bypass change notification: use it
 // only for handles opened read-only, or tell the draft with Sync/Close.
 type FileDescriptor interface {
