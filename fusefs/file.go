@@ -168,9 +168,10 @@ func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Err
 		return n.srv.errno(op, fn(n.pin))
 	}
 	n.ioMu.RUnlock()
-	key, _, errno := n.current()
-	if errno != 0 {
-		return errno
+	// The open checks what the path holds; no Lstat before it.
+	key, ok := n.key()
+	if !ok {
+		return syscall.ENOENT
 	}
 	flag := os.O_RDONLY
 	if write {
@@ -190,11 +191,14 @@ func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Err
 // openErrno is the errno of a failed open of n's path by the engine.
 func (n *node) openErrno(op string, err error) syscall.Errno {
 	if errors.Is(err, overlay.ErrOutside) {
-		// The path became a symlink since it was checked (the engine
-		// follows symlinks): the file the kernel meant is gone.
+		// The path became a symlink (the engine follows symlinks): the
+		// file the kernel meant is gone.
 		return syscall.ENOENT
 	}
-	return n.srv.errno(op, err)
+	if e := n.srv.errno(op, err); e != syscall.ENOTDIR {
+		return e
+	}
+	return syscall.ENOENT // a parent is no directory any more
 }
 
 // errNotPinned: the node has no pinned handle.
@@ -247,15 +251,7 @@ func (n *node) pinChild(name string) (undo func()) {
 	}
 	c.pin = f
 	c.srv.hold(c, true)
-	return func() {
-		c.ioMu.Lock()
-		defer c.ioMu.Unlock()
-		if c.pin == f {
-			c.pin.Close()
-			c.pin = nil
-			c.srv.hold(c, false)
-		}
-	}
+	return func() { c.unpin(f) }
 }
 
 // onDisk reports whether f is a workspace file rather than a draft's.
@@ -263,38 +259,38 @@ func (s *Server) onDisk(f *os.File) bool {
 	return within(f.Name(), s.d.Workspace().Root())
 }
 
-// closeHandles closes n's pinned handle.
-func (n *node) closeHandles() {
+// unpin closes n's pinned handle if it is f (nil: whichever it is).
+func (n *node) unpin(f afero.File) {
 	n.ioMu.Lock()
 	defer n.ioMu.Unlock()
-	if n.pin != nil {
+	if n.pin != nil && (f == nil || n.pin == f) {
 		n.pin.Close()
 		n.pin = nil
 		n.srv.hold(n, false)
 	}
 }
 
-// hold records whether n holds engine handles, so that they are closed
+// hold records whether n holds a pinned handle, so that it is closed
 // when serving ends (the kernel forgets nothing then).
 func (s *Server) hold(n *node, holds bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if holds {
-		s.holding[n] = struct{}{}
+		s.pinnedNodes[n] = struct{}{}
 	} else {
-		delete(s.holding, n)
+		delete(s.pinnedNodes, n)
 	}
 }
 
-// closeHandles closes the handles of every node that holds some.
-func (s *Server) closeHandles() {
+// closePins closes the pinned handles of every node.
+func (s *Server) closePins() {
 	s.mu.Lock()
-	nodes := make([]*node, 0, len(s.holding))
-	for n := range s.holding {
+	nodes := make([]*node, 0, len(s.pinnedNodes))
+	for n := range s.pinnedNodes {
 		nodes = append(nodes, n)
 	}
 	s.mu.Unlock()
 	for _, n := range nodes {
-		n.closeHandles()
+		n.unpin(nil)
 	}
 }

@@ -272,9 +272,9 @@ func (s *Server) claim(n *node) {
 }
 
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
-// drops it. Its handles go with it.
+// drops it. Its pinned handle goes with it.
 func (n *node) OnForget() {
-	n.closeHandles()
+	n.unpin(nil)
 	ino := n.StableAttr().Ino
 	n.srv.mu.Lock()
 	if n.srv.byIno[ino] == n {

@@ -65,16 +65,11 @@ func (s *Server) apply(c overlay.Change) {
 // known returns the node go-fuse holds for key, nil when the kernel
 // never looked it up or forgot it.
 func (s *Server) known(key string) *gofs.Inode {
-	in := &s.root.Inode
 	if key == "" {
-		return in
+		return &s.root.Inode
 	}
-	for _, elem := range strings.Split(key, "/") {
-		if in = in.GetChild(elem); in == nil {
-			return nil
-		}
-	}
-	return in
+	p, rest := s.deepest(key)
+	return p.GetChild(rest) // nil when rest is not one element
 }
 
 func splitKey(key string) (parent, name string) {

@@ -17,38 +17,24 @@ func (r rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOu
 	return fuse.ENOSYS
 }
 
-// withDir runs op with a handle of the directory in, opened for it.
-func (r rawFS) withDir(cancel <-chan struct{}, in fuse.InHeader, op func(fh uint64) fuse.Status) fuse.Status {
-	var out fuse.OpenOut
-	if st := r.RawFileSystem.OpenDir(cancel, &fuse.OpenIn{InHeader: in}, &out); st != fuse.OK {
-		return st
-	}
-	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in, Fh: out.Fh})
-	return op(out.Fh)
-}
-
 // ReadDir implements fuse.RawFileSystem.
 func (r rawFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if in.Fh != 0 {
-		return r.RawFileSystem.ReadDir(cancel, in, out)
-	}
-	return r.withDir(cancel, in.InHeader, func(fh uint64) fuse.Status {
-		opened := *in
-		opened.Fh = fh
-		return r.RawFileSystem.ReadDir(cancel, &opened, out)
-	})
+	return r.list(cancel, in, out, r.RawFileSystem.ReadDir)
 }
 
 // ReadDirPlus implements fuse.RawFileSystem.
 func (r rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.list(cancel, in, out, r.RawFileSystem.ReadDirPlus)
+}
+
+// list serves a READDIR(PLUS) with go-fuse's read, through a handle of
+// its own when the request has none.
+func (r rawFS) list(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList, read func(<-chan struct{}, *fuse.ReadIn, *fuse.DirEntryList) fuse.Status) fuse.Status {
 	if in.Fh != 0 {
-		return r.RawFileSystem.ReadDirPlus(cancel, in, out)
+		return read(cancel, in, out)
 	}
-	return r.withDir(cancel, in.InHeader, func(fh uint64) fuse.Status {
-		opened := *in
-		opened.Fh = fh
-		return r.RawFileSystem.ReadDirPlus(cancel, &opened, out)
-	})
+	opened := *in
+	return r.withDir(cancel, in.InHeader, &opened.Fh, func() fuse.Status { return read(cancel, &opened, out) })
 }
 
 // FsyncDir implements fuse.RawFileSystem.
@@ -56,9 +42,18 @@ func (r rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	if in.Fh != 0 {
 		return r.RawFileSystem.FsyncDir(cancel, in)
 	}
-	return r.withDir(cancel, in.InHeader, func(fh uint64) fuse.Status {
-		opened := *in
-		opened.Fh = fh
-		return r.RawFileSystem.FsyncDir(cancel, &opened)
-	})
+	opened := *in
+	return r.withDir(cancel, in.InHeader, &opened.Fh, func() fuse.Status { return r.RawFileSystem.FsyncDir(cancel, &opened) })
+}
+
+// withDir opens the directory of header in, sets *fh to the handle, runs
+// op and releases the handle.
+func (r rawFS) withDir(cancel <-chan struct{}, in fuse.InHeader, fh *uint64, op func() fuse.Status) fuse.Status {
+	var out fuse.OpenOut
+	if st := r.RawFileSystem.OpenDir(cancel, &fuse.OpenIn{InHeader: in}, &out); st != fuse.OK {
+		return st
+	}
+	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in, Fh: out.Fh})
+	*fh = out.Fh
+	return op()
 }

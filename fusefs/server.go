@@ -57,9 +57,9 @@ type Server struct {
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
 	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
-	// nodes holding engine handles: the kernel forgets nothing when the
+	// nodes with a pinned handle: the kernel forgets nothing when the
 	// mount goes, so those are closed when serving ends.
-	holding map[*node]struct{}
+	pinnedNodes map[*node]struct{}
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
@@ -74,16 +74,16 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		d:          d,
-		fsys:       d.Fs(overlay.SourceMount),
-		mountpoint: mp,
-		logf:       opts.Logf,
-		uid:        uint32(os.Getuid()),
-		gid:        uint32(os.Getgid()),
-		done:       make(chan struct{}),
-		gens:       map[uint64]uint64{},
-		byIno:      map[uint64]*node{},
-		holding:    map[*node]struct{}{},
+		d:           d,
+		fsys:        d.Fs(overlay.SourceMount),
+		mountpoint:  mp,
+		logf:        opts.Logf,
+		uid:         uint32(os.Getuid()),
+		gid:         uint32(os.Getgid()),
+		done:        make(chan struct{}),
+		gens:        map[uint64]uint64{},
+		byIno:       map[uint64]*node{},
+		pinnedNodes: map[*node]struct{}{},
 	}
 	if s.logf == nil {
 		s.logf = log.Printf
@@ -134,7 +134,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	}()
 	go func() {
 		srv.Wait()
-		s.closeHandles()
+		s.closePins()
 		s.sub.Close()
 		<-feedDone
 		close(s.done)
