@@ -47,7 +47,7 @@ func TestConcurrency(t *testing.T) {
 	stop := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
-	var torn, reads atomic.Int64
+	var torn, reads, bufTorn, bufReads atomic.Int64
 	fail := func(format string, a ...any) {
 		select {
 		case errs <- fmt.Errorf(format, a...):
@@ -106,10 +106,16 @@ func TestConcurrency(t *testing.T) {
 			case errors.Is(err, fs.ErrNotExist) && re == writtenRE:
 			case err != nil:
 				fail("read %s: %v", name, err)
+			case !re.Match(b) && re == pushedRE:
+				bufTorn.Add(1)
 			case !re.Match(b):
 				torn.Add(1)
 			}
-			reads.Add(1)
+			if re == pushedRE {
+				bufReads.Add(1)
+			} else {
+				reads.Add(1)
+			}
 		})
 	}
 	run(func(rng *rand.Rand) {
@@ -141,7 +147,7 @@ func TestConcurrency(t *testing.T) {
 	})
 	wg.Wait()
 	close(errs)
-	t.Logf("%d of %d reads racing a change showed a mix of two versions", torn.Load(), reads.Load())
+	t.Logf("reads showing a mix of two versions: %d of %d of rewritten files, %d of %d of buffers", torn.Load(), reads.Load(), bufTorn.Load(), bufReads.Load())
 	for err := range errs {
 		t.Error(err)
 	}
