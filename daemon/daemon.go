@@ -26,6 +26,9 @@ type Options struct {
 	Mount string
 	// AllowOther lets other users use the mounts.
 	AllowOther bool
+	// Passthrough serves the mounts in passthrough mode
+	// (fusefs.Options.Passthrough).
+	Passthrough bool
 	// Debug logs every FUSE request.
 	Debug bool
 	// Watch the disk for changes made outside draftfs.

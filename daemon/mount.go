@@ -52,7 +52,7 @@ func (d *Daemon) Mount(draft, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv, err := fusefs.Mount(dir, dr, fusefs.Options{AllowOther: d.opts.AllowOther, Debug: d.opts.Debug, Logf: d.opts.Logf})
+	srv, err := fusefs.Mount(dir, dr, fusefs.Options{AllowOther: d.opts.AllowOther, Passthrough: d.opts.Passthrough, Debug: d.opts.Debug, Logf: d.opts.Logf})
 	if err != nil {
 		if created {
 			os.Remove(dir)

@@ -39,6 +39,23 @@
 // discarded, committed or pushed from an editor reads as the path holds
 // it now, as on a network file system.
 //
+// # Passthrough mode
+//
+// With [Options].Passthrough the kernel asks for every open, and a file
+// opened read-only whose content is an OS file (a file untouched on disk,
+// a draft file) is read by the kernel straight from it (FUSE passthrough,
+// Linux 6.9+, CAP_SYS_ADMIN): cold reads run at disk speed, at the price
+// of a request per open and per close. Every other open is served as in
+// the default mode (pages kept across opens, reads and writes by node).
+// The kernel allows an inode one backing file, and no cached open beside
+// a passthrough one; an open that would clash moves the path to a fresh
+// node and is answered ESTALE, which the kernel retries on that node
+// (passthrough.go says how). A descriptor opened by passthrough keeps the
+// file it opened when the path changes (a copy-up, a discard, a buffer
+// push): new opens see the change, as on a local disk whose file was
+// replaced by a rename. Where the kernel refuses the first backing file,
+// the mount logs why and falls back to the default mode.
+//
 // # Caching
 //
 // The kernel keeps entries, failed lookups and attributes for an hour,
@@ -78,6 +95,8 @@
 //
 // node.ioMu protects a node's pinned handle: I/O holds it shared,
 // pinning and unpinning exclusively; it is never held across a kernel
-// notification. Server.mu protects the generation, node and pinned-node
+// notification. node.ioStateMu protects a node's counts of open files in
+// passthrough mode, and is held while registering or closing its backing
+// file (an ioctl on the FUSE device, not a notification). Server.mu protects the generation, node and pinned-node
 // tables; go-fuse's own Inode locks are taken inside it.
 package fusefs

@@ -33,9 +33,12 @@ var (
 
 // Open implements NodeOpener by declining: ENOSYS makes the kernel open
 // files itself from now on, without asking (FUSE's no_open), keeping
-// their pages across opens.
+// their pages across opens. In passthrough mode it opens.
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, 0, syscall.ENOSYS
+	if !n.srv.passthrough {
+		return nil, 0, syscall.ENOSYS
+	}
+	return n.openIO(ctx, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
 }
 
 // Create implements NodeCreater. The new file has no handle either.
@@ -62,6 +65,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	if err := f.Close(); err != nil {
 		return nil, nil, 0, n.srv.errno("create", err)
+	}
+	if n.srv.passthrough {
+		h, flags, errno := child.Operations().(*node).openIO(ctx, true)
+		return child, h, flags, errno
 	}
 	return child, nil, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
 }

@@ -41,6 +41,8 @@ type mounted struct {
 	root  string // the workspace directory
 	mnt   string // the mount point
 	state string // the state directory
+	// passthrough: mounted in passthrough mode
+	passthrough bool
 }
 
 // mountOptions tune testMount.
@@ -49,7 +51,19 @@ type mountOptions struct {
 	watch      bool              // watch the disk
 	allowOther bool
 	rootMode   os.FileMode // the workspace directory's mode, 0755 when 0
+	// passthrough mode (Options.Passthrough)
+	passthrough bool
+	// logf, when set, receives the server's log, every request
+	// included (Options.Debug).
+	logf func(string, ...any)
+	// beforeOpen, when set, runs on the workspace directory once it
+	// holds files, before the engine opens it.
+	beforeOpen func(t testing.TB, root string)
 }
+
+// passthroughAll puts every test mount in passthrough mode, to run the
+// package's tests in that mode too (scripts/test.sh does).
+var passthroughAll = os.Getenv("DRAFTFS_TEST_PASSTHROUGH") == "1"
 
 // testMount mounts a draft of a new workspace, with cleanups that fail
 // the test if unmounting fails, if the mount stays, or if a descriptor
@@ -82,6 +96,9 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 			t.Fatal(err)
 		}
 	}
+	if o.beforeOpen != nil {
+		o.beforeOpen(t, m.root)
+	}
 	ws, err := overlay.Open(overlay.Options{Root: m.root, StateDir: m.state, Watch: o.watch})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +112,12 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 	if m.d, err = ws.Draft(""); err != nil {
 		t.Fatal(err)
 	}
-	m.srv, err = Mount(m.mnt, m.d, Options{AllowOther: o.allowOther, Logf: t.Logf})
+	opts := Options{AllowOther: o.allowOther, Passthrough: o.passthrough || passthroughAll, Logf: t.Logf}
+	if o.logf != nil {
+		opts.Logf, opts.Debug = o.logf, true
+	}
+	m.passthrough = opts.Passthrough
+	m.srv, err = Mount(m.mnt, m.d, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

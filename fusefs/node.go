@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -31,6 +32,11 @@ type node struct {
 	// only way left to it (see pinChild). Kept until the kernel forgets
 	// the node.
 	pin afero.File
+	// next is the node a lookup gave this node's name to (see key).
+	next atomic.Pointer[node]
+
+	ioStateMu sync.Mutex
+	io        ioState // passthrough mode: the node's open files
 }
 
 var (
@@ -44,8 +50,27 @@ var (
 )
 
 // key is the node's path in the view, as go-fuse knows it; false when
-// the node has no name any more (unlinked while open).
+// the node has no name any more (unlinked while open). A node whose name
+// a lookup gave to another node of its type (the path's object got a
+// new inode number from a commit, or a fresh node from Server.replace)
+// follows that one, so descriptors open on it keep working.
 func (n *node) key() (string, bool) {
+	if key, ok := n.treeKey(); ok {
+		return key, true
+	}
+	for hops, m := 0, n.next.Load(); m != nil && hops < maxHops; hops, m = hops+1, m.next.Load() {
+		if key, ok := m.treeKey(); ok {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// maxHops bounds how far key follows nodes that took a name in turn.
+const maxHops = 8
+
+// treeKey is the node's path in go-fuse's tree.
+func (n *node) treeKey() (string, bool) {
 	root := n.Root()
 	var elems []string
 	for in := &n.Inode; in != root; {
@@ -249,14 +274,20 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 			}
 		}
 	}
-	n := &node{srv: s}
 	sa := s.stable(fi)
+	in := parent.NewInode(ctx, &node{srv: s}, sa)
+	// Recorded once go-fuse set it up: others read its identity.
+	n := in.Operations().(*node)
+	_, name := splitKey(key)
+	if old := parent.GetChild(name); old != nil && old != in && old.StableAttr().Mode == sa.Mode {
+		old.Operations().(*node).next.Store(n)
+	}
 	s.mu.Lock()
 	if k := s.byIno[ino]; k == nil || k.Forgotten() || k.StableAttr().Gen != sa.Gen {
 		s.byIno[ino] = n
 	}
 	s.mu.Unlock()
-	return parent.NewInode(ctx, n, sa)
+	return in
 }
 
 // claim records n, which just answered a request, as the node go-fuse

@@ -8,8 +8,40 @@ import "github.com/hanwen/go-fuse/v2/fuse"
 // (FOPEN_CACHE_DIR) across opens, so listing a cached directory costs no
 // round trip. go-fuse reads listings only through an open handle, so
 // each READDIR (and FSYNCDIR) without one opens one for itself.
+//
+// In passthrough mode it also completes OPEN and CREATE replies with the
+// backing file a node chose, and tells the node when the kernel released
+// the file, after go-fuse did (see passthrough.go).
 type rawFS struct {
 	fuse.RawFileSystem
+	s *Server
+}
+
+// Open implements fuse.RawFileSystem.
+func (r rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	st := r.RawFileSystem.Open(cancel, in, out)
+	if st == fuse.OK {
+		r.s.opened(cancel, out)
+	}
+	return st
+}
+
+// Create implements fuse.RawFileSystem.
+func (r rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	st := r.RawFileSystem.Create(cancel, in, name, out)
+	if st == fuse.OK {
+		r.s.opened(cancel, &out.OpenOut)
+	}
+	return st
+}
+
+// Release implements fuse.RawFileSystem.
+func (r rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	h, ok := r.s.files.LoadAndDelete(in.Fh)
+	r.RawFileSystem.Release(cancel, in)
+	if ok {
+		h.(*openFile).released()
+	}
 }
 
 // OpenDir implements fuse.RawFileSystem by declining.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,12 @@ type Options struct {
 	// allow_other; for non-root users it needs user_allow_other in
 	// /etc/fuse.conf).
 	AllowOther bool
+	// Passthrough keeps opens, so that the kernel reads files opened
+	// read-only straight from their disk or draft file (FUSE passthrough:
+	// Linux 6.9+, CAP_SYS_ADMIN). It costs a request per open and close,
+	// which the default mode saves; where the kernel refuses, the mount
+	// falls back to the default mode. See the package documentation.
+	Passthrough bool
 	// Debug logs every FUSE request and reply.
 	Debug bool
 	// Logf receives diagnostics; nil: the standard logger.
@@ -54,6 +61,12 @@ type Server struct {
 	uid, gid   uint32               // read only: the server's own ids
 	done       chan struct{}        // closed when the mount is gone and the feed drained
 
+	// Passthrough mode (see passthrough.go).
+	passthrough bool         // read only: opens are served
+	ptState     atomic.Int32 // ptUntried, ptOn or ptOff
+	opening     sync.Map     // request's cancel channel → *openFile being opened
+	files       sync.Map     // file handle number → *openFile
+
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
 	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
@@ -78,6 +91,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		fsys:        d.Fs(overlay.SourceMount),
 		mountpoint:  mp,
 		logf:        opts.Logf,
+		passthrough: opts.Passthrough,
 		uid:         uint32(os.Getuid()),
 		gid:         uint32(os.Getgid()),
 		done:        make(chan struct{}),
@@ -120,7 +134,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// Subscribe before serving, so no change after the first request
 	// is missed.
 	s.sub = d.Workspace().SubscribeFollowed()
-	srv, err := fuse.NewServer(rawFS{gofs.NewNodeFS(s.root, fopts)}, mp, &fopts.MountOptions)
+	srv, err := fuse.NewServer(rawFS{gofs.NewNodeFS(s.root, fopts), s}, mp, &fopts.MountOptions)
 	if err != nil {
 		s.sub.Close()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)

@@ -96,6 +96,12 @@ func (d *Draft) peek(key string) peeked {
 func (d *Draft) lstat(key string) (fs.FileInfo, error) {
 	d.mu.RLock()
 	p := d.peek(key)
+	if p.ino != 0 {
+		// A draft object: its data file goes (a discard, a commit) only
+		// with d.mu held, so it is described with d.mu held.
+		defer d.mu.RUnlock()
+		return d.describe(key, p)
+	}
 	d.mu.RUnlock()
 	return d.describe(key, p)
 }

@@ -212,3 +212,40 @@ func treeString(t testing.TB, v *overlay.Fs) string {
 	}
 	return b.String()
 }
+
+// TestLstatRacingDiscard describes a file while the draft's copy of it
+// is written and discarded over and over: the path always exists, in the
+// draft or on disk, so no Lstat may fail (it once stat'ed a data file a
+// discard had just removed).
+func TestLstatRacingDiscard(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"f": "disk"})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := afero.WriteFile(e.v, "f", []byte(fmt.Sprint(i)), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := e.d.Discard([]string{"f"}, overlay.SourceCLI); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 20000 {
+		if _, err := e.v.Lstat("f"); err != nil {
+			t.Errorf("lstat: %v", err)
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+}

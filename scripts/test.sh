@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of draftfs on a fresh Debian machine: installs what the
 # tests need, then gofmt, go vet, and go test -race over every package
-# (unit, model-based, crash, FUSE and end-to-end tests).
+# (unit, model-based, crash, FUSE and end-to-end tests), and the FUSE
+# tests once more with every mount in passthrough mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,8 @@ go vet ./...
 mounts_before=$(grep -c ' fuse' /proc/mounts || true)
 status=0
 go test -race -count=1 -timeout 40m ./... || status=$?
+# The memory test opens no file: the same in both modes.
+DRAFTFS_TEST_PASSTHROUGH=1 go test -race -count=1 -timeout 20m -skip TestMemoryBounded ./fusefs || status=$?
 mounts_after=$(grep -c ' fuse' /proc/mounts || true)
 if [ "$mounts_after" -gt "$mounts_before" ]; then
   echo "test.sh: tests left FUSE mounts behind:" >&2

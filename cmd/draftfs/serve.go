@@ -13,9 +13,10 @@ import (
 
 // Flags of serve and mount.
 var (
-	flagMount      string
-	flagAllowOther bool
-	flagDebug      bool
+	flagMount       string
+	flagAllowOther  bool
+	flagPassthrough bool
+	flagDebug       bool
 )
 
 var serveCmd = &cobra.Command{
@@ -53,6 +54,7 @@ in the draft. SIGINT or SIGTERM unmount cleanly.`,
 func init() {
 	for _, c := range []*cobra.Command{serveCmd, mountCmd} {
 		c.Flags().BoolVar(&flagAllowOther, "allow-other", false, "let other users use the mount (FUSE allow_other)")
+		c.Flags().BoolVar(&flagPassthrough, "passthrough", false, "let the kernel read files opened read-only straight from disk (FUSE passthrough, Linux 6.9+, root): faster cold reads of large files, a request more per open")
 		c.Flags().BoolVar(&flagDebug, "debug", false, "log every FUSE request to stderr")
 		root.AddCommand(c)
 	}
@@ -75,16 +77,17 @@ func serve(mountDir string) error {
 	// fail with EPIPE instead of killing it (Go's default for fd 1 and 2).
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	d, err := daemon.Start(daemon.Options{
-		Workspace:  cfg.workspace,
-		StateDir:   cfg.stateDir,
-		Draft:      cfg.draft,
-		Mount:      mountDir,
-		AllowOther: flagAllowOther,
-		Debug:      flagDebug,
-		Watch:      true,
-		Command:    "serve",
-		Version:    version(),
-		Logf:       logf,
+		Workspace:   cfg.workspace,
+		StateDir:    cfg.stateDir,
+		Draft:       cfg.draft,
+		Mount:       mountDir,
+		AllowOther:  flagAllowOther,
+		Passthrough: flagPassthrough,
+		Debug:       flagDebug,
+		Watch:       true,
+		Command:     "serve",
+		Version:     version(),
+		Logf:        logf,
 	})
 	if err != nil {
 		return err

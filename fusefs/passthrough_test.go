@@ -1,0 +1,319 @@
+package fusefs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// requestLog counts the FUSE requests a mount logs (Options.Debug).
+type requestLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *requestLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// count is the number of logged lines matching re since the last call.
+func (l *requestLog) count(re *regexp.Regexp) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if re.MatchString(line) {
+			n++
+		}
+	}
+	l.lines = nil
+	return n
+}
+
+var readRequest = regexp.MustCompile(`: READ n\d+`)
+
+// TestPassthroughReads checks who serves reads: in passthrough mode the
+// kernel reads a file untouched on disk and a draft file without asking
+// the server, while a buffer is read through it; in the default mode
+// every first read of a file asks the server.
+func TestPassthroughReads(t *testing.T) {
+	for _, pt := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "passthrough"}[pt], func(t *testing.T) { passthroughReads(t, pt) })
+	}
+}
+
+func passthroughReads(t *testing.T, pt bool) {
+	if !pt && passthroughAll {
+		t.Skip("DRAFTFS_TEST_PASSTHROUGH=1: no mount is in the default mode")
+	}
+	var log requestLog
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	m := testMount(t, mountOptions{files: map[string]string{"disk.bin": big, "buf.txt": "disk\n"}, passthrough: pt, logf: log.logf})
+	if err := os.WriteFile(filepath.Join(m.mnt, "draft.txt"), []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ws.Buffers().Open("buf.txt", 1, []byte("buffer\n")); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, m)
+	for _, c := range []struct {
+		name, want string
+		through    bool // read through the server even in passthrough mode
+	}{
+		{"disk.bin", big, false},
+		{"draft.txt", "draft\n", false},
+		{"buf.txt", "buffer\n", true},
+	} {
+		log.count(readRequest)
+		mustRead(t, filepath.Join(m.mnt, c.name), c.want)
+		reads := log.count(readRequest)
+		if want := !pt || c.through; (reads > 0) != want {
+			t.Errorf("%s: %d READ requests reached the server; want some: %v", c.name, reads, want)
+		}
+	}
+}
+
+// TestPassthroughFallback mounts in passthrough mode a workspace the
+// kernel refuses backing files from (one on kernel overlayfs: stacked
+// too deep): the mount serves as in the default mode, without opens.
+func TestPassthroughFallback(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting kernel overlayfs needs root")
+	}
+	var log requestLog
+	m := testMount(t, mountOptions{passthrough: true, logf: log.logf, beforeOpen: func(t testing.TB, root string) {
+		// The workspace becomes an overlayfs mount of a lower
+		// directory holding the file.
+		base := filepath.Dir(root)
+		lower, upper, work := filepath.Join(base, "lower"), filepath.Join(base, "upper"), filepath.Join(base, "work")
+		for _, d := range []string{lower, upper, work} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(lower, "f.txt"), []byte("on overlayfs\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
+		if err := syscall.Mount("overlay", root, "overlay", 0, opts); err != nil {
+			t.Skipf("kernel overlayfs: %v", err)
+		}
+		t.Cleanup(func() { syscall.Unmount(root, syscall.MNT_DETACH) })
+	}})
+	p := filepath.Join(m.mnt, "f.txt")
+	for range 3 {
+		mustRead(t, p, "on overlayfs\n")
+	}
+	log.mu.Lock()
+	all := strings.Join(log.lines, "\n")
+	log.mu.Unlock()
+	if !strings.Contains(all, "passthrough unavailable") {
+		t.Errorf("no message says passthrough is unavailable")
+	}
+	if n := strings.Count(all, ": OPEN n"); n > 2 { // go-fuse's own probe, the declined one
+		t.Errorf("%d OPEN requests after the fallback; the kernel should open files itself", n)
+	}
+}
+
+// TestPassthroughHeldOpen keeps a file open read-only (so the kernel
+// reads it by passthrough) while the path is written through the mount,
+// by the engine (as ACP or MCP would), pushed from an editor or renamed
+// over: every change goes to the draft, never to the disk, no open fails,
+// and a new open reads what the path holds. The held descriptor keeps
+// the file it opened, as on a local disk whose file was replaced.
+func TestPassthroughHeldOpen(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, m *mounted, p string)
+		want   string
+	}{
+		{"write through the mount", func(t *testing.T, m *mounted, p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString("appended\n"); err != nil {
+				t.Fatal(err)
+			}
+		}, "disk\nappended\n"},
+		{"engine write", func(t *testing.T, m *mounted, p string) {
+			if err := afero.WriteFile(m.d.Fs(overlay.SourceACP), "f.txt", []byte("agent\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "agent\n"},
+		{"buffer push", func(t *testing.T, m *mounted, p string) {
+			if err := m.ws.Buffers().Open("f.txt", 1, []byte("unsaved\n")); err != nil {
+				t.Fatal(err)
+			}
+		}, "unsaved\n"},
+		{"rename over", func(t *testing.T, m *mounted, p string) {
+			tmp := filepath.Join(filepath.Dir(p), "f.txt.tmp")
+			if err := os.WriteFile(tmp, []byte("saved atomically\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "saved atomically\n"},
+	} {
+		for _, draftFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/draft=%v", c.name, draftFirst), func(t *testing.T) {
+				m := testMount(t, mountOptions{files: map[string]string{"f.txt": "disk\n"}, passthrough: true})
+				p := filepath.Join(m.mnt, "f.txt")
+				first := "disk\n"
+				if draftFirst {
+					// The held file is then a draft file.
+					first = "draft\n"
+					if err := os.WriteFile(p, []byte(first), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				held, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+				mustReadAt(t, held, first)
+				c.change(t, m, p)
+				settle(t, m)
+				want := c.want
+				switch {
+				case draftFirst && c.name == "write through the mount":
+					want = "draft\nappended\n"
+				case draftFirst && c.name == "buffer push":
+					want = first // the draft wins over a buffer
+				}
+				mustRead(t, p, want)
+				mustRead(t, filepath.Join(m.root, "f.txt"), "disk\n")
+				// Another reader joins the held one, then both go.
+				again, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustReadAt(t, again, want)
+				again.Close()
+				held.Close()
+				mustRead(t, p, want)
+			})
+		}
+	}
+}
+
+func mustReadAt(t testing.TB, f *os.File, want string) {
+	t.Helper()
+	b := make([]byte, len(want)+16)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("read %s: %v", f.Name(), err)
+	}
+	if string(b[:n]) != want {
+		t.Fatalf("read %s: %q, want %q", f.Name(), b[:n], want)
+	}
+}
+
+// TestPassthroughMixedOpens opens a few files at random read-only,
+// write-only and read-write from several goroutines, holding some open,
+// while the engine writes and discards them: the kernel refuses an open
+// whose I/O mode clashes with another open of the inode (EIO), so any
+// error fails the test. (What the reads return is not checked: appends
+// racing an engine rewrite use the kernel's size of the file, in either
+// mode; see the package documentation.)
+func TestPassthroughMixedOpens(t *testing.T) {
+	files := map[string]string{}
+	for i := range 4 {
+		files[fmt.Sprintf("f%d", i)] = "v0\n"
+	}
+	m := testMount(t, mountOptions{files: files, passthrough: true})
+	acp := m.d.Fs(overlay.SourceACP)
+	stop := make(chan struct{})
+	var failed atomic.Bool
+	fail := func(format string, args ...any) {
+		failed.Store(true)
+		t.Errorf(format, args...)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			var held []*os.File
+			defer func() {
+				for _, f := range held {
+					f.Close()
+				}
+			}()
+			for i := 0; !failed.Load(); i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("f%d", rng.IntN(4))
+				p := filepath.Join(m.mnt, name)
+				flag := []int{os.O_RDONLY, os.O_RDONLY, os.O_WRONLY | os.O_APPEND, os.O_RDWR | os.O_APPEND}[rng.IntN(4)]
+				f, err := os.OpenFile(p, flag, 0)
+				if err != nil {
+					fail("open %s (flags %#x): %v", name, flag, err)
+					return
+				}
+				switch flag {
+				case os.O_RDONLY:
+					if _, err := io.ReadAll(f); err != nil {
+						fail("read %s: %v", name, err)
+					}
+				default:
+					if _, err := f.Write([]byte(fmt.Sprintf("w%d.%d\n", g, i))); err != nil {
+						fail("write %s: %v", name, err)
+					}
+				}
+				if rng.IntN(3) == 0 && len(held) < 3 {
+					held = append(held, f)
+				} else {
+					f.Close()
+				}
+				if len(held) > 0 && rng.IntN(4) == 0 {
+					held[0].Close()
+					held = held[1:]
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline) && !failed.Load(); i++ {
+		name := fmt.Sprintf("f%d", i%4)
+		switch i % 3 {
+		case 0, 1:
+			if err := afero.WriteFile(acp, name, []byte(fmt.Sprintf("v%d\n", i)), 0o644); err != nil {
+				fail("engine write: %v", err)
+			}
+		case 2:
+			if _, err := m.d.Discard([]string{name}, overlay.SourceCLI); err != nil {
+				fail("discard: %v", err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	for name := range files {
+		mustRead(t, filepath.Join(m.root, name), "v0\n")
+	}
+}
