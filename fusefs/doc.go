@@ -18,7 +18,10 @@
 // objects it created; a commit gives a file the new disk file's. A node
 // also has a generation, bumped when its path must move to a fresh node:
 // the object moved elsewhere by the engine while its old name may still
-// be in the kernel's cache.
+// be in the kernel's cache, or (passthrough mode) an open would clash.
+// When a lookup gives a node's name to another node of its type (a new
+// generation, or the new inode number a commit gives), the old node
+// follows it, so descriptors still open on the old one keep working.
 //
 // # Opens
 //
