@@ -41,7 +41,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	return n.openIO(ctx, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
 }
 
-// Create implements NodeCreater. The new file has no handle either.
+// Create implements NodeCreater. The new file has no handle either,
+// except in passthrough mode (see openIO).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	key, ok := n.childKey(name)
 	if !ok {
@@ -191,6 +192,9 @@ func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Err
 	err = fn(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if write && err == nil {
+		n.changedBehind()
 	}
 	return n.srv.errno(op, err)
 }

@@ -492,6 +492,9 @@ func TestDiscardWhileOpen(t *testing.T) {
 	if err := os.WriteFile(p, []byte("draft\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if m.passthrough {
+		waitReleased(t, m) // so the next open uses passthrough
+	}
 	held, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
@@ -547,4 +550,34 @@ func TestXattrs(t *testing.T) {
 	if err := unix.Setxattr(p, "trusted.x", []byte("x"), 0); err == nil {
 		t.Errorf("a trusted.* xattr was accepted")
 	}
+}
+
+// TestHeldAcrossCommit writes through a descriptor opened before a
+// commit gave its file a new inode number and after another process
+// looked the path up again (so the kernel has a new node for it): the
+// write reaches the file, as it would on a local disk.
+func TestHeldAcrossCommit(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "disk\n"}})
+	p := filepath.Join(m.mnt, "f.txt")
+	if err := os.WriteFile(p, []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := ino(t, p)
+	if _, err := m.d.Commit(overlay.CommitOptions{Source: overlay.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, m)
+	if ino(t, p) == before {
+		t.Fatal("the commit kept the inode number: the test needs a new one")
+	}
+	if _, err := w.WriteString("more\n"); err != nil {
+		t.Fatalf("write through the descriptor held across the commit: %v", err)
+	}
+	mustRead(t, p, "draft\nmore\n")
+	mustRead(t, filepath.Join(m.root, "f.txt"), "draft\n")
 }

@@ -55,15 +55,40 @@ var (
 // new inode number from a commit, or a fresh node from Server.replace)
 // follows that one, so descriptors open on it keep working.
 func (n *node) key() (string, bool) {
+	_, key, ok := n.named()
+	return key, ok
+}
+
+// named returns the node whose name n's key is, n or one that took it
+// (see key), with that key; false when there is none.
+func (n *node) named() (*node, string, bool) {
 	if key, ok := n.treeKey(); ok {
-		return key, true
+		return n, key, true
 	}
 	for hops, m := 0, n.next.Load(); m != nil && hops < maxHops; hops, m = hops+1, m.next.Load() {
 		if key, ok := m.treeKey(); ok {
-			return key, true
+			return m, key, true
 		}
 	}
-	return "", false
+	return nil, "", false
+}
+
+// changedBehind tells the kernel that n's file changed through n (a
+// descriptor open on it) while a lookup gave its name to another node:
+// that node's attributes and pages are dropped, so its opens see the
+// change (only changes from outside the mount come on the feed).
+func (n *node) changedBehind() {
+	m, _, ok := n.named()
+	if !ok {
+		return
+	}
+	name, parent := m.Parent()
+	if parent == nil {
+		return
+	}
+	if c := parent.GetChild(name); c != nil && c != &n.Inode {
+		c.NotifyContent(0, 0)
+	}
 }
 
 // maxHops bounds how far key follows nodes that took a name in turn.
@@ -209,6 +234,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		return n.srv.errno("setattr", err)
 	}
 	n.srv.fill(&out.Attr, fi)
+	n.changedBehind()
 	return 0
 }
 

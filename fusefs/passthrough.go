@@ -36,20 +36,13 @@ import (
 // reuse a node's backing file for a later open even if the path holds
 // another file by then.
 
-// ioMode is how the kernel does an open file's I/O.
-type ioMode int
-
-const (
-	ioCached      ioMode = iota // through the server, pages kept
-	ioPassthrough               // on the backing file
-)
-
 // openFile is a file the kernel opened in passthrough mode: the handle
 // go-fuse keeps for it, and how to count its release.
 type openFile struct {
-	n       *node  // read only
-	mode    ioMode // read only
-	backing int32  // read only: the kernel's backing id, for passthrough
+	n *node // read only
+	// backing is the kernel's backing id (never 0) of a file it reads by
+	// passthrough; 0 for a cached one. Read only.
+	backing int32
 }
 
 // fileID names an OS file.
@@ -79,7 +72,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 			backing, _ = osFileOf(f)
 		}
 	}
-	h := &openFile{n: n, mode: ioCached}
+	h := &openFile{n: n}
 	flags := uint32(fuse.FOPEN_NOFLUSH)
 	n.ioStateMu.Lock()
 	defer n.ioStateMu.Unlock()
@@ -89,7 +82,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 	case errno != 0:
 		return nil, 0, errno
 	case through:
-		h.mode, h.backing = ioPassthrough, st.backing
+		h.backing = st.backing
 		st.through++
 		flags |= fuse.FOPEN_PASSTHROUGH
 	case st.through > 0:
@@ -122,10 +115,10 @@ func (n *node) openRead() (afero.File, syscall.Errno) {
 
 // useBacking reports whether an open of n, whose state is st, can be
 // served by passthrough on f (nil: not an OS file), registering f with
-// the kernel when n has no backing file yet. Not when n has cached opens
-// or another backing file, or is of a replaced generation. ENOSYS when the kernel
-// refuses the first backing file of the mount (see openIO); a later
-// refusal turns passthrough off.
+// the kernel when n has no backing file yet. Not when n has cached
+// opens or another backing file, or is of a replaced generation. ENOSYS
+// when the kernel refuses the first backing file of the mount (see
+// openIO); a later refusal turns passthrough off.
 func (s *Server) useBacking(n *node, st *ioState, f *os.File) (bool, syscall.Errno) {
 	if f == nil || st.cached > 0 || s.ptState.Load() == ptOff || n.StableAttr().Gen > 0 {
 		return false, 0
@@ -180,16 +173,15 @@ func (h *openFile) released() {
 	n := h.n
 	n.ioStateMu.Lock()
 	defer n.ioStateMu.Unlock()
-	switch h.mode {
-	case ioCached:
+	if h.backing == 0 {
 		n.io.cached--
-	case ioPassthrough:
-		if n.io.through--; n.io.through == 0 {
-			if errno := n.srv.fuse.UnregisterBackingFd(h.backing); errno != 0 {
-				n.srv.logf("fusefs: closing a passthrough backing file: %v", errno)
-			}
-			n.io.backing = 0
+		return
+	}
+	if n.io.through--; n.io.through == 0 {
+		if errno := n.srv.fuse.UnregisterBackingFd(h.backing); errno != 0 {
+			n.srv.logf("fusefs: closing a passthrough backing file: %v", errno)
 		}
+		n.io.backing = 0
 	}
 }
 
