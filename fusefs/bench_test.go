@@ -50,3 +50,29 @@ func BenchmarkPushToReadable(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkUntar extracts 1,000 small files into the mount per
+// iteration, in a new directory each time: what creating files costs.
+func BenchmarkUntar(b *testing.B) {
+	m := testMount(b, mountOptions{})
+	src := b.TempDir()
+	for i := range 1000 {
+		d := filepath.Join(src, "small", fmt.Sprintf("d%02d", i/100))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%03d.txt", i)), fmt.Appendf(nil, "file %d\n", i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tarball := filepath.Join(src, "small.tar")
+	shell(b, src, "tar cf small.tar small")
+	b.ResetTimer()
+	for i := range b.N {
+		dir := filepath.Join(m.mnt, fmt.Sprintf("x%d", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		shell(b, dir, "tar xf "+tarball)
+	}
+}
