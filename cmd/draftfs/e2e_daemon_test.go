@@ -303,3 +303,40 @@ func TestLongStatePath(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServePassthrough: `serve --passthrough` mounts in passthrough
+// mode: a file read through the mount is handed to the kernel as a
+// backing file (the --debug log says so), writes still land in the
+// draft, and the disk keeps its content.
+func TestServePassthrough(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("FUSE passthrough needs CAP_SYS_ADMIN")
+	}
+	f := newFixture(t)
+	f.file("a.txt", "on disk\n")
+	mnt := filepath.Join(f.tmp, "view")
+	d := f.serve(mnt, "--passthrough", "--debug")
+	b, err := os.ReadFile(filepath.Join(mnt, "a.txt"))
+	if err != nil || string(b) != "on disk\n" {
+		t.Fatalf("read through the mount: %q, %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "a.txt"), []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.ok("status"); r.out != "M a.txt\n" {
+		t.Fatalf("status: %s", r)
+	}
+	d.stop()
+	if log := d.stderr.String(); !strings.Contains(log, "BACKING_OPEN") || strings.Contains(log, "passthrough unavailable") {
+		t.Errorf("no backing file was registered; the daemon's log:\n%s", lastLines(log, 20))
+	}
+	if f.disk("a.txt") != "on disk\n" {
+		t.Errorf("disk: %q", f.disk("a.txt"))
+	}
+}
+
+// lastLines is the end of a long text.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
