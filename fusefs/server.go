@@ -140,14 +140,20 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	s.fuse = srv
-	go srv.Serve()
+	// Serve closes /dev/fuse after its loops ended: srv.Wait returns
+	// before that, so the end of Serve itself marks the mount gone.
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve()
+	}()
 	feedDone := make(chan struct{})
 	go func() {
 		defer close(feedDone)
 		s.consume()
 	}()
 	go func() {
-		srv.Wait()
+		<-served
 		s.closePins()
 		s.sub.Close()
 		<-feedDone
