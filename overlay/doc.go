@@ -29,13 +29,21 @@
 // # Persistence
 //
 // Draft metadata (entries, inodes, the base each path replaced, the log
-// and commit journal) lives in a bbolt database per draft, kept in memory
-// too; file contents live as plain files under the draft's data
+// and commit journal) is kept in memory and persisted per draft in two
+// files; file contents live as plain files under the draft's data
 // directory, so writes are plain file I/O and may be passed through by
-// the kernel. Every namespace change is a bbolt transaction before it
-// returns. The database runs with NoSync: a killed process loses nothing
-// (the kernel holds written pages), and [Fs] callers that need power-loss
-// durability call Sync on the file, which syncs the database too.
+// the kernel. Every namespace change is appended, before it returns, as
+// one checksummed record to a write-ahead log (draft.wal): a single
+// write(2), a few microseconds. The log is checkpointed into a bbolt
+// database (draft.db) every few thousand records, when the draft is
+// closed or opened, and before the database is read (log, undo,
+// commit); a checkpoint makes the database durable before the log is
+// emptied, and records the last sequence number it holds, so a crash at
+// any point replays nothing twice and loses nothing. A killed process
+// loses no acknowledged change (the kernel holds written pages; a record
+// a crash cut short was never acknowledged and is dropped on replay).
+// [Fs] callers that need power-loss durability call Sync on the file,
+// which syncs the log too. The database itself runs with NoSync.
 //
 // # Errors
 //

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Remove implements afero.Fs: a file, a symlink or an empty directory.
@@ -210,14 +212,17 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 	n := *d.inodes[ino]
 	changed := false
 	if a.Mode != nil {
-		n.Mode = n.Mode&^permBits | *a.Mode&permBits
-		changed = true
+		mode := n.Mode&^permBits | *a.Mode&permBits
+		changed = changed || mode != n.Mode
+		n.Mode = mode
 	}
 	if a.Uid != nil {
-		n.Uid, changed = *a.Uid, true
+		changed = changed || *a.Uid != n.Uid
+		n.Uid = *a.Uid
 	}
 	if a.Gid != nil {
-		n.Gid, changed = *a.Gid, true
+		changed = changed || *a.Gid != n.Gid
+		n.Gid = *a.Gid
 	}
 	if n.Data {
 		if a.Size != nil {
@@ -226,26 +231,13 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 			}
 		}
 		if a.Atime != nil || a.Mtime != nil {
-			fi, err := os.Stat(d.dataPath(ino))
-			if err != nil {
-				return err
-			}
-			at, mt := fi.ModTime(), fi.ModTime()
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				at = timeOf(st.Atim)
-			}
-			if a.Atime != nil {
-				at = *a.Atime
-			}
-			if a.Mtime != nil {
-				mt = *a.Mtime
-			}
-			if err := os.Chtimes(d.dataPath(ino), at, mt); err != nil {
-				return err
+			if err := unix.UtimesNanoAt(unix.AT_FDCWD, d.dataPath(ino), utimes(a.Atime, a.Mtime), 0); err != nil {
+				return &fs.PathError{Op: "utimes", Path: "/" + key, Err: err}
 			}
 		}
 	} else if a.Mtime != nil {
-		n.Mtime, changed = a.Mtime.UnixNano(), true
+		changed = changed || a.Mtime.UnixNano() != n.Mtime
+		n.Mtime = a.Mtime.UnixNano()
 	}
 	if !changed {
 		return nil
@@ -254,6 +246,17 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 	t.putInode(ino, &n)
 	t.addLog(LogEntry{Op: "chmod", Path: key, Source: src})
 	return d.finish(t)
+}
+
+// utimes are utimensat's times: a nil time is left as it is.
+func utimes(atime, mtime *time.Time) []unix.Timespec {
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+	for i, t := range []*time.Time{atime, mtime} {
+		if t != nil {
+			ts[i] = unix.NsecToTimespec(t.UnixNano())
+		}
+	}
+	return ts
 }
 
 // Chmod implements afero.Fs (following symlinks).

@@ -138,11 +138,12 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	p := d.peek(key)
 	fi, err := d.describe(key, p)
 	var ino uint64
+	var fd *os.File
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 	case err != nil && flag&os.O_CREATE == 0:
 	case err != nil:
-		ino, err = d.createLocked(key, kindFile, perm, "", src)
+		ino, fd, err = d.createLocked(key, kindFile, perm, "", flag, src)
 	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
 		err = pathErr("open", key, syscall.EEXIST)
 	case fi.IsDir():
@@ -150,16 +151,16 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	default:
 		ino, err = d.copyUpLocked(key, p, flag&os.O_TRUNC == 0, src)
 	}
-	var fd *os.File
-	if err == nil {
+	if err == nil && fd == nil {
 		// Opened with d.mu held, so the inode cannot go in between.
 		fd, err = os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
 		if err != nil {
 			err = &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
-		} else {
-			d.writers[ino]++
-			d.holdFile(ino)
 		}
+	}
+	if err == nil {
+		d.writers[ino]++
+		d.holdFile(ino)
 	}
 	d.mu.Unlock()
 	if err != nil {
@@ -168,23 +169,25 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, writer: true}, nil
 }
 
-// createLocked makes a new object at key, which must not exist. Must be
+// createLocked makes a new object at key, which must not exist. A
+// file's data file is returned open with flag (O_EXCL aside). Must be
 // called with d.mu held for writing.
-func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string, src Source) (uint64, error) {
+func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string, flag int, src Source) (uint64, *os.File, error) {
 	if key == "" {
-		return 0, pathErr("create", key, syscall.EEXIST)
+		return 0, nil, pathErr("create", key, syscall.EEXIST)
 	}
 	pfi, err := d.lstatLocked(parentOf(key))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if !pfi.IsDir() {
-		return 0, pathErr("create", key, syscall.ENOTDIR)
+		return 0, nil, pathErr("create", key, syscall.ENOTDIR)
 	}
 	b, err := d.baseFor(key)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	var fd *os.File
 	t := &txn{}
 	ino := d.allocIno(t)
 	n := &inode{Mode: mode & permBits, Target: target, Mtime: time.Now().UnixNano(), Uid: os.Getuid(), Gid: os.Getgid()}
@@ -200,20 +203,22 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 		op = "symlink"
 	case kindFile:
 		n.Data = true
-		fd, err := os.OpenFile(d.dataPath(ino), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-		if err != nil {
-			return 0, err
+		// The data file first: a record never names a missing one.
+		if fd, err = os.OpenFile(d.dataPath(ino), flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+			return 0, nil, err
 		}
-		fd.Close()
 	}
 	t.putEntry(key, e)
 	t.putInode(ino, n)
 	t.addLog(LogEntry{Op: op, Path: key, Source: src})
 	if err := d.finish(t); err != nil {
-		return 0, err
+		if fd != nil {
+			fd.Close()
+		}
+		return 0, nil, err
 	}
 	d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: ChangeCreate, Source: src})
-	return ino, nil
+	return ino, fd, nil
 }
 
 // copyUpLocked makes the file at key a draft file and returns its inode:
@@ -379,7 +384,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	_, err := d.createLocked(key, kindDir, perm, "", f.src)
+	_, _, err := d.createLocked(key, kindDir, perm, "", 0, f.src)
 	return err
 }
 
@@ -419,7 +424,7 @@ func (f *Fs) Symlink(target, newname string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	_, err := d.createLocked(key, kindSymlink, 0o777, target, f.src)
+	_, _, err := d.createLocked(key, kindSymlink, 0o777, target, 0, f.src)
 	return err
 }
 

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,23 +20,76 @@ import (
 var (
 	bucketEntries = []byte("entries") // key → entry
 	bucketInodes  = []byte("inodes")  // ino (big endian) → inode
-	bucketMeta    = []byte("meta")    // nextIno, format
+	bucketMeta    = []byte("meta")    // nextIno, format, walApplied
 	bucketLog     = []byte("log")     // sequence → LogEntry
 	bucketCommits = []byte("commits") // sequence → commitRecord
 	keyNextIno    = []byte("nextIno")
 	keyFormat     = []byte("format")
-	formatVersion = []byte("1")
+	// keyWalApplied: the sequence number of the last write-ahead log
+	// record checkpointed into the database.
+	keyWalApplied = []byte("walApplied")
+	// formatVersion 2 has a write-ahead log; 1 (no log) is upgraded.
+	formatVersion = []byte("2")
 )
 
 // firstDraftIno is where inode numbers of objects the draft creates start:
 // far above any disk inode number, so the two never meet.
 const firstDraftIno = 1 << 63
 
-// store persists one draft's metadata in bbolt.
+// Checkpoints happen once the write-ahead log holds this many records or
+// bytes.
+const (
+	checkpointRecords = 4096
+	checkpointBytes   = 16 << 20
+)
+
+// store persists one draft's metadata: every change is appended to a
+// write-ahead log (draft.wal) before it returns, and the log is
+// checkpointed into a bbolt database (draft.db) in batches. See
+// "Persistence" in doc.go.
 type store struct {
-	db   *bolt.DB
-	path string
+	db      *bolt.DB
+	path    string
+	walPath string
+
+	mu      sync.Mutex // protects the following
+	wal     *os.File   // opened O_APPEND
+	seq     uint64     // sequence number of the last record written
+	size    int64      // bytes of whole records in wal
+	records int        // records in wal not yet checkpointed
+	pending pending    // what those records change
+	// retryAt: after a failed checkpoint (the records stay in the log,
+	// nothing is lost) the next is tried at this many records, or at
+	// close, or before the database is read.
+	retryAt int
 }
+
+// pending is the sum of log records not yet in the database: for each
+// key its latest encoded value (nil: deleted).
+type pending struct {
+	entries map[string][]byte
+	inodes  map[uint64][]byte
+	nextIno uint64
+	log     []json.RawMessage
+	commits map[uint64][]byte
+}
+
+// walRecord is one txn in the write-ahead log, values encoded as in the
+// database (null: delete).
+type walRecord struct {
+	Seq     uint64                     `json:"q"`
+	Entries map[string]json.RawMessage `json:"e,omitempty"`
+	Inodes  map[uint64]json.RawMessage `json:"i,omitempty"`
+	NextIno uint64                     `json:"n,omitempty"`
+	Log     []json.RawMessage          `json:"l,omitempty"`
+	Commits map[uint64]json.RawMessage `json:"c,omitempty"`
+}
+
+// walHeader: each record is framed as its length and its CRC-32C (both
+// little endian uint32), then the record's JSON.
+const walHeader = 8
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func openStore(dir string) (*store, error) {
 	p := filepath.Join(dir, "draft.db")
@@ -48,7 +105,7 @@ func openStore(dir string) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("overlay: open %s: %w (if it is damaged, move it away to start an empty draft)", p, err)
 	}
-	s := &store{db: db, path: p}
+	s := &store{db: db, path: p, walPath: filepath.Join(dir, "draft.wal")}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketEntries, bucketInodes, bucketMeta, bucketLog, bucketCommits} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -57,10 +114,13 @@ func openStore(dir string) (*store, error) {
 		}
 		meta := tx.Bucket(bucketMeta)
 		switch f := meta.Get(keyFormat); {
-		case f == nil:
+		case f == nil, string(f) == "1":
 			return meta.Put(keyFormat, formatVersion)
 		case string(f) != string(formatVersion):
 			return fmt.Errorf("format %q is not the supported %q", f, formatVersion)
+		}
+		if v := meta.Get(keyWalApplied); len(v) == 8 {
+			s.seq = binary.BigEndian.Uint64(v)
 		}
 		return nil
 	})
@@ -68,12 +128,78 @@ func openStore(dir string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("overlay: %s: %w: %w (move it away to start an empty draft)", p, ErrCorrupt, err)
 	}
+	if err := s.recover(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
-func (s *store) close() error { return s.db.Close() }
+// recover opens the write-ahead log and checkpoints what it holds: the
+// records after the last checkpoint, up to the first one that is not
+// whole (a write cut short by a crash, never acknowledged).
+func (s *store) recover() error {
+	wal, err := os.OpenFile(s.walPath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("overlay: open %s: %w", s.walPath, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wal = wal
+	buf, err := io.ReadAll(wal)
+	if err != nil {
+		wal.Close()
+		return fmt.Errorf("overlay: read %s: %w", s.walPath, err)
+	}
+	for len(buf) >= walHeader {
+		n := int(binary.LittleEndian.Uint32(buf))
+		if n > len(buf)-walHeader || crc32.Checksum(buf[walHeader:walHeader+n], crcTable) != binary.LittleEndian.Uint32(buf[4:]) {
+			break
+		}
+		var r walRecord
+		if err := json.Unmarshal(buf[walHeader:walHeader+n], &r); err != nil {
+			break
+		}
+		buf = buf[walHeader+n:]
+		if r.Seq <= s.seq {
+			continue // checkpointed before a crash cut the log's truncation
+		}
+		s.seq = r.Seq
+		s.pending.add(&r)
+		s.records++
+	}
+	if err := s.checkpointLocked(); err != nil {
+		wal.Close()
+		return fmt.Errorf("overlay: %s: replay %s: %w", s.path, s.walPath, err)
+	}
+	// Also drops a torn last record when there was nothing to replay.
+	if err := wal.Truncate(0); err != nil {
+		wal.Close()
+		return fmt.Errorf("overlay: truncate %s: %w", s.walPath, err)
+	}
+	return nil
+}
 
-func (s *store) sync() error { return s.db.Sync() }
+// close checkpoints the log and closes the store.
+func (s *store) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.checkpointLocked()
+	if cerr := s.wal.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sync makes every change written so far survive a power loss.
+func (s *store) sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wal.Sync()
+}
 
 // entryKey is how an entry's key is stored: bbolt refuses an empty key,
 // so the root is ".", which no other key can be.
@@ -170,70 +296,192 @@ func (t *txn) addLog(l LogEntry) {
 	t.log = append(t.log, l)
 }
 
+// record encodes t for the write-ahead log.
+func (t *txn) record() (*walRecord, error) {
+	r := &walRecord{NextIno: t.nextIno}
+	var err error
+	if r.Entries, err = encodeAll(t.entries); err != nil {
+		return nil, err
+	}
+	if r.Inodes, err = encodeAll(t.inodes); err != nil {
+		return nil, err
+	}
+	if r.Commits, err = encodeAll(t.commits); err != nil {
+		return nil, err
+	}
+	for _, l := range t.log {
+		buf, err := json.Marshal(l)
+		if err != nil {
+			return nil, err
+		}
+		r.Log = append(r.Log, buf)
+	}
+	return r, nil
+}
+
+// encodeAll encodes each value of m; a nil one stays nil (a delete).
+func encodeAll[K comparable, V any](m map[K]*V) (map[K]json.RawMessage, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[K]json.RawMessage, len(m))
+	for k, v := range m {
+		if v == nil {
+			out[k] = nil
+			continue
+		}
+		buf, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = buf
+	}
+	return out, nil
+}
+
+// write makes t durable against a crash of the process: once it returns
+// the change is in the write-ahead log (in the kernel's page cache; sync
+// takes it to the disk).
 func (s *store) write(t *txn) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	r, err := t.record()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.Seq = s.seq + 1
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	frame := make([]byte, walHeader, walHeader+len(body))
+	binary.LittleEndian.PutUint32(frame, uint32(len(body)))
+	binary.LittleEndian.PutUint32(frame[4:], crc32.Checksum(body, crcTable))
+	frame = append(frame, body...)
+	if _, err := s.wal.Write(frame); err != nil {
+		// A part written would hide every later record: cut it off.
+		if terr := s.wal.Truncate(s.size); terr != nil {
+			err = fmt.Errorf("%w (and truncating the log: %v)", err, terr)
+		}
+		return fmt.Errorf("append to %s: %w", s.walPath, err)
+	}
+	s.seq, s.size = r.Seq, s.size+int64(len(frame))
+	s.pending.add(r)
+	s.records++
+	if (s.records >= checkpointRecords || s.size >= checkpointBytes) && s.records >= s.retryAt {
+		// The change is in the log: a failed checkpoint loses nothing
+		// and is retried later.
+		if s.checkpointLocked() != nil {
+			s.retryAt = s.records + checkpointRecords
+		}
+	}
+	return nil
+}
+
+// add merges r into p.
+func (p *pending) add(r *walRecord) {
+	if p.entries == nil {
+		p.entries, p.inodes, p.commits = map[string][]byte{}, map[uint64][]byte{}, map[uint64][]byte{}
+	}
+	for k, v := range r.Entries {
+		p.entries[k] = value(v)
+	}
+	for k, v := range r.Inodes {
+		p.inodes[k] = value(v)
+	}
+	for k, v := range r.Commits {
+		p.commits[k] = value(v)
+	}
+	if r.NextIno != 0 {
+		p.nextIno = r.NextIno
+	}
+	p.log = append(p.log, r.Log...)
+}
+
+// value is an encoded value, nil for a delete.
+func value(v json.RawMessage) []byte {
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	return v
+}
+
+// checkpointLocked moves the pending records into the database, makes it
+// durable and empties the log. Must be called with s.mu held.
+func (s *store) checkpointLocked() error {
+	if s.records == 0 {
+		return nil
+	}
+	p := &s.pending
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		eb := tx.Bucket(bucketEntries)
-		for k, e := range t.entries {
-			if e == nil {
-				if err := eb.Delete(entryKey(k)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := putJSON(eb, entryKey(k), e); err != nil {
+		for k, v := range p.entries {
+			if err := putOrDelete(eb, entryKey(k), v); err != nil {
 				return err
 			}
 		}
 		ib := tx.Bucket(bucketInodes)
-		for ino, n := range t.inodes {
-			if n == nil {
-				if err := ib.Delete(inoKey(ino)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := putJSON(ib, inoKey(ino), n); err != nil {
+		for ino, v := range p.inodes {
+			if err := putOrDelete(ib, inoKey(ino), v); err != nil {
 				return err
 			}
 		}
-		if t.nextIno != 0 {
-			if err := tx.Bucket(bucketMeta).Put(keyNextIno, inoKey(t.nextIno)); err != nil {
+		meta := tx.Bucket(bucketMeta)
+		if p.nextIno != 0 {
+			if err := meta.Put(keyNextIno, inoKey(p.nextIno)); err != nil {
 				return err
 			}
 		}
 		lb := tx.Bucket(bucketLog)
-		for _, l := range t.log {
+		for _, l := range p.log {
 			seq, _ := lb.NextSequence()
-			if err := putJSON(lb, inoKey(seq), l); err != nil {
+			if err := lb.Put(inoKey(seq), l); err != nil {
 				return err
 			}
 		}
 		cb := tx.Bucket(bucketCommits)
-		for id, c := range t.commits {
-			if c == nil {
-				if err := cb.Delete(inoKey(id)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := putJSON(cb, inoKey(id), c); err != nil {
+		for id, v := range p.commits {
+			if err := putOrDelete(cb, inoKey(id), v); err != nil {
 				return err
 			}
 		}
-		return nil
+		return meta.Put(keyWalApplied, inoKey(s.seq))
 	})
+	if err == nil {
+		err = s.db.Sync()
+	}
+	if err == nil {
+		err = s.wal.Truncate(0)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint %s into %s: %w", s.walPath, s.path, err)
+	}
+	s.pending, s.records, s.size, s.retryAt = pending{}, 0, 0, 0
+	return nil
 }
 
-func putJSON(b *bolt.Bucket, k []byte, v any) error {
-	buf, err := json.Marshal(v)
-	if err != nil {
-		return err
+func putOrDelete(b *bolt.Bucket, k, v []byte) error {
+	if v == nil {
+		return b.Delete(k)
 	}
-	return b.Put(k, buf)
+	return b.Put(k, v)
+}
+
+// checkpoint brings the database up to date, for reading it.
+func (s *store) checkpoint() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkpointLocked(); err != nil {
+		return fmt.Errorf("overlay: %w", err)
+	}
+	return nil
 }
 
 // readLog returns the whole log, oldest first.
 func (s *store) readLog() ([]LogEntry, error) {
+	if err := s.checkpoint(); err != nil {
+		return nil, err
+	}
 	var out []LogEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
@@ -253,6 +501,9 @@ func (s *store) readLog() ([]LogEntry, error) {
 
 // commits returns the commit records, oldest first.
 func (s *store) commits() ([]*commitRecord, error) {
+	if err := s.checkpoint(); err != nil {
+		return nil, err
+	}
 	var out []*commitRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketCommits).ForEach(func(k, v []byte) error {
@@ -272,6 +523,9 @@ func (s *store) commits() ([]*commitRecord, error) {
 }
 
 func (s *store) nextCommitID() (uint64, error) {
+	if err := s.checkpoint(); err != nil {
+		return 0, err
+	}
 	var id uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var err error
