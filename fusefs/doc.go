@@ -38,6 +38,12 @@
 // it keep reading, and for a draft file writing, what it held. O_TRUNC
 // reaches the engine as a truncate before the open.
 //
+// Set-id bits are cleared by the server, not the kernel (FUSE's
+// HANDLE_KILLPRIV_V2, which spares a GETATTR before every chown): after
+// a write or truncate the kernel flags as made by a caller without
+// CAP_FSETID, and on every chown of a non-directory, as Linux does
+// (killpriv.go; TestKillPriv compares with a plain directory).
+//
 // Changes made outside the mount reach open descriptors too: a file
 // discarded, committed or pushed from an editor reads as the path holds
 // it now, as on a network file system.

@@ -106,6 +106,9 @@ func (n *node) Write(ctx context.Context, _ gofs.FileHandle, data []byte, off in
 		cnt, err = f.WriteAt(data, off)
 		return err
 	})
+	if _, kill := n.srv.killing.Load(cancelOf(ctx)); kill && errno == 0 {
+		errno = n.killPrivAfterWrite(ctx)
+	}
 	return uint32(cnt), errno
 }
 

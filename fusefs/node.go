@@ -223,6 +223,12 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		return 0
 	}
 
+	chown := a.Uid != nil || a.Gid != nil
+	if a.Mode == nil && !cur.IsDir() && (chown || in.Valid&fuse.FATTR_KILL_SUIDGID != 0) {
+		if mode, kill := killPriv(cur, &in.Caller); kill {
+			a.Mode = &mode
+		}
+	}
 	sameAttrs(&a, cur)
 	if a != (overlay.Attrs{}) {
 		if err := n.srv.fsys.Setattr(key, a); err != nil {

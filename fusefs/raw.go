@@ -9,6 +9,9 @@ import "github.com/hanwen/go-fuse/v2/fuse"
 // round trip. go-fuse reads listings only through an open handle, so
 // each READDIR (and FSYNCDIR) without one opens one for itself.
 //
+// It marks the writes after which the node must clear set-id bits
+// (WRITE_KILL_SUIDGID; see killPriv).
+//
 // In passthrough mode it also completes OPEN and CREATE replies with the
 // backing file a node chose, and tells the node when the kernel released
 // the file, after go-fuse did (see passthrough.go).
@@ -33,6 +36,28 @@ func (r rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, ou
 		r.s.opened(cancel, &out.OpenOut)
 	}
 	return st
+}
+
+// Write implements fuse.RawFileSystem.
+func (r rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	defer r.s.markKill(cancel, in)()
+	return r.RawFileSystem.Write(cancel, in, data)
+}
+
+// Writev implements fuse.RawFileSystem (go-fuse serves WRITE with it).
+func (r rawFS) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+	defer r.s.markKill(cancel, in)()
+	return r.RawFileSystem.Writev(cancel, in, data)
+}
+
+// markKill marks a write with WRITE_KILL_SUIDGID while it is served,
+// for the node's Write; call the result when done.
+func (s *Server) markKill(cancel <-chan struct{}, in *fuse.WriteIn) (unmark func()) {
+	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 {
+		return func() {}
+	}
+	s.killing.Store(cancel, struct{}{})
+	return func() { s.killing.Delete(cancel) }
 }
 
 // Release implements fuse.RawFileSystem.
