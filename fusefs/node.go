@@ -230,10 +230,12 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		}
 	}
 	sameAttrs(&a, cur)
-	if a != (overlay.Attrs{}) {
-		if err := n.srv.fsys.Setattr(key, a); err != nil {
-			return n.srv.errno("setattr", err)
-		}
+	if a == (overlay.Attrs{}) { // nothing to change
+		n.srv.fill(&out.Attr, cur)
+		return 0
+	}
+	if err := n.srv.fsys.Setattr(key, a); err != nil {
+		return n.srv.errno("setattr", err)
 	}
 	fi, err := n.srv.fsys.Lstat(key)
 	if err != nil {
