@@ -444,6 +444,13 @@ func (s *store) checkpointLocked() error {
 			if err := putOrDelete(cb, inoKey(id), v); err != nil {
 				return err
 			}
+			// A commit's id came from the sequence without a sync: after
+			// a power loss the log may hold ids the sequence lost.
+			if id > cb.Sequence() {
+				if err := cb.SetSequence(id); err != nil {
+					return err
+				}
+			}
 		}
 		return meta.Put(keyWalApplied, inoKey(s.seq))
 	})

@@ -206,3 +206,33 @@ func TestStoreUpgradesFormat1(t *testing.T) {
 	}
 	s.close()
 }
+
+// A commit id the database's sequence lost (it is taken without a sync)
+// but the log kept is not handed out again.
+func TestStoreCommitIDsNotReused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.nextCommitID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write(&txn{commits: map[uint64]*commitRecord{id + 5: {}}}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	s, err = openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	next, err := s.nextCommitID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next <= id+5 {
+		t.Fatalf("next commit id %d, but %d is taken", next, id+5)
+	}
+}
