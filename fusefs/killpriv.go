@@ -71,16 +71,13 @@ func inGroupOrRoot(caller *fuse.Caller, gid uint32) bool {
 // (a WRITE reply carries no attributes).
 func (n *node) killPrivAfterWrite(ctx context.Context) syscall.Errno {
 	key, ok := n.key()
-	if !ok {
+	c, _ := ctx.(*fuse.Context)
+	if !ok || c == nil {
 		return 0 // unlinked: nobody can execute it by name any more
 	}
 	fi, err := n.srv.fsys.Lstat(key)
 	if err != nil {
 		return n.srv.errno("write", err)
-	}
-	c, _ := ctx.(*fuse.Context)
-	if c == nil {
-		return 0
 	}
 	mode, kill := killPriv(fi, &c.Caller)
 	if !kill {
