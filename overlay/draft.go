@@ -2,11 +2,14 @@ package overlay
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Draft is one named copy-on-write layer over a workspace's buffers and
@@ -15,7 +18,10 @@ type Draft struct {
 	w    *Workspace // read only
 	name string     // read only
 	dir  string     // read only: the draft's state directory
-	st   *store     // read only
+	// data is a descriptor of the data directory (O_PATH): data files
+	// are opened and stat'ed relative to it, without walking dir.
+	data int    // read only
+	st   *store // read only
 
 	// commitMu serialises commit, discard and undo: they look at the disk
 	// and the draft as a whole.
@@ -52,23 +58,23 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 			return nil, fmt.Errorf("overlay: draft %s: %w", name, err)
 		}
 	}
+	data, err := unix.Open(filepath.Join(dir, "data"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("overlay: draft %s: open its data directory: %w", name, err)
+	}
 	st, err := openStore(dir)
 	if err != nil {
+		unix.Close(data)
 		return nil, err
 	}
-	d := &Draft{w: w, name: name, dir: dir, st: st, writers: map[uint64]int{},
+	d := &Draft{w: w, name: name, dir: dir, data: data, st: st, writers: map[uint64]int{},
 		handles: map[uint64]int{}, orphans: map[uint64]inode{}}
-	if err := d.reload(); err != nil {
-		st.close()
-		return nil, err
-	}
-	if err := d.recover(); err != nil {
-		st.close()
-		return nil, err
-	}
-	if err := d.collectGarbage(); err != nil {
-		st.close()
-		return nil, err
+	for _, step := range []func() error{d.reload, d.recover, d.collectGarbage} {
+		if err := step(); err != nil {
+			st.close()
+			unix.Close(data)
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -136,7 +142,11 @@ func (d *Draft) close() error {
 		return nil
 	}
 	d.closed = true
-	return d.st.close()
+	err := d.st.close()
+	if cerr := unix.Close(d.data); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Name is the draft's name.
@@ -147,7 +157,32 @@ func (d *Draft) Workspace() *Workspace { return d.w }
 
 // dataPath is where an inode's content lives.
 func (d *Draft) dataPath(ino uint64) string {
-	return filepath.Join(d.dir, "data", strconv.FormatUint(ino, 16))
+	return filepath.Join(d.dir, "data", dataName(ino))
+}
+
+// dataName is the name of an inode's data file in the data directory.
+func dataName(ino uint64) string { return strconv.FormatUint(ino, 16) }
+
+// openData opens an inode's data file (as os.OpenFile would dataPath).
+func (d *Draft) openData(ino uint64, flag int, perm fs.FileMode) (*os.File, error) {
+	for {
+		fd, err := unix.Openat(d.data, dataName(ino), flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		switch err {
+		case nil:
+			return os.NewFile(uintptr(fd), d.dataPath(ino)), nil
+		case unix.EINTR:
+			continue
+		}
+		return nil, &fs.PathError{Op: "open", Path: d.dataPath(ino), Err: err}
+	}
+}
+
+// statData stats an inode's data file.
+func (d *Draft) statData(ino uint64, st *unix.Stat_t) error {
+	if err := unix.Fstatat(d.data, dataName(ino), st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "lstat", Path: d.dataPath(ino), Err: err}
+	}
+	return nil
 }
 
 // indexEntry records a new entry at key in children and below. Must be

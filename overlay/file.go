@@ -242,7 +242,7 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 		_, ok = f.d.namedInode(f.ino)
 	}
 	if ok && n.Data {
-		if data, err := os.Open(f.d.dataPath(f.ino)); err == nil {
+		if data, err := f.d.openData(f.ino, os.O_RDONLY, 0); err == nil {
 			f.data = data
 			return data
 		}

@@ -3,13 +3,13 @@ package overlay
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // Fs is a draft's merged view as an afero.Fs. Every change it makes is
@@ -148,16 +148,13 @@ func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*f
 	i := &fileInfo{name: name, mode: n.Mode, attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid)}}
 	switch {
 	case n.Data:
-		fi, err := os.Lstat(d.dataPath(ino))
-		if err != nil {
-			return nil, &fs.PathError{Op: "lstat", Path: "/" + key, Err: err}
+		var st unix.Stat_t
+		if err := d.statData(ino, &st); err != nil {
+			return nil, &fs.PathError{Op: "lstat", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
-		i.size, i.mtime = fi.Size(), fi.ModTime()
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			i.attr.Atime = timeOf(st.Atim)
-			i.attr.Ctime = timeOf(st.Ctim)
-			i.attr.Blocks = st.Blocks
-		}
+		i.size, i.mtime = st.Size, time.Unix(st.Mtim.Unix())
+		i.attr.Atime, i.attr.Ctime = time.Unix(st.Atim.Unix()), time.Unix(st.Ctim.Unix())
+		i.attr.Blocks = st.Blocks
 		return i, nil
 	case n.Mode.IsDir():
 		i.size, i.attr.Nlink = 4096, 2

@@ -231,7 +231,7 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 			}
 		}
 		if a.Atime != nil || a.Mtime != nil {
-			if err := unix.UtimesNanoAt(unix.AT_FDCWD, d.dataPath(ino), utimes(a.Atime, a.Mtime), 0); err != nil {
+			if err := unix.UtimesNanoAt(d.data, dataName(ino), utimes(a.Atime, a.Mtime), 0); err != nil {
 				return &fs.PathError{Op: "utimes", Path: "/" + key, Err: err}
 			}
 		}

@@ -88,7 +88,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	p := d.peek(key)
 	if p.err == nil && p.ino != 0 && p.n.Data {
 		// Opened with d.mu held, so the inode cannot go in between.
-		f, err := os.Open(d.dataPath(p.ino))
+		f, err := d.openData(p.ino, os.O_RDONLY, 0)
 		if err == nil {
 			d.holdFile(p.ino)
 		}
@@ -153,7 +153,7 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	}
 	if err == nil && fd == nil {
 		// Opened with d.mu held, so the inode cannot go in between.
-		fd, err = os.OpenFile(d.dataPath(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
+		fd, err = d.openData(ino, flag&^(os.O_CREATE|os.O_EXCL), 0)
 		if err != nil {
 			err = &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
@@ -204,7 +204,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	case kindFile:
 		n.Data = true
 		// The data file first: a record never names a missing one.
-		if fd, err = os.OpenFile(d.dataPath(ino), flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+		if fd, err = d.openData(ino, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
 			return 0, nil, err
 		}
 	}
