@@ -228,6 +228,13 @@ func (n *node) pinned(fn func(afero.File) (fs.FileInfo, error)) (fs.FileInfo, er
 	return fn(n.pin)
 }
 
+// holdsPin reports whether n has a pinned handle.
+func (n *node) holdsPin() bool {
+	n.ioMu.RLock()
+	defer n.ioMu.RUnlock()
+	return n.pin != nil
+}
+
 // pinChild keeps the file at name in directory n reachable while its
 // name is unlinked or replaced through the mount (a process may have it
 // open: the kernel does not say), and returns what undoes that if the

@@ -302,7 +302,14 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	known := s.byIno[ino]
 	s.mu.Unlock()
 	if known != nil && !known.Forgotten() && known.StableAttr().Gen == s.gen(ino) {
-		if kkey, ok := known.key(); ok && kkey != key {
+		kkey, ok := known.key()
+		switch {
+		case !ok && known.holdsPin():
+			// Its object was unlinked through the mount: the disk gave
+			// the inode number to another file since (a commit writes
+			// new files), which must not read or write the pinned one.
+			s.replace(known)
+		case ok && kkey != key:
 			if kfi, err := s.fsys.Lstat(kkey); err != nil || inoOf(kfi) != ino {
 				s.replace(known)
 			}

@@ -99,9 +99,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 // openRead opens n's path read-only for an open; nil when n has no path
 // of its own any more (then it is pinned, and read through the server).
 func (n *node) openRead() (afero.File, syscall.Errno) {
-	n.ioMu.RLock()
-	pinned := n.pin != nil
-	n.ioMu.RUnlock()
+	pinned := n.holdsPin()
 	key, ok := n.key()
 	if pinned || !ok {
 		return nil, 0
