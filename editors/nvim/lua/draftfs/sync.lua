@@ -165,6 +165,7 @@ local function send_window(st, fmt)
     or not text.same(fmt, st.fmt)
     or n ~= st.n + (w.c - w.b)
     or (w.a == 0 and w.b == st.n)
+    or (n == 1 and api.nvim_buf_get_lines(st.buf, 0, 1, true)[1] == '') -- maybe Vim's empty state
   then
     send_full(st, fmt)
     return
