@@ -57,9 +57,9 @@
 // of a request per open and per close. Every other open is served as in
 // the default mode (pages kept across opens, reads and writes by node).
 // The kernel allows an inode one backing file, and no cached open beside
-// a passthrough one; an open that would clash moves the path to a fresh
-// node and is answered ESTALE, which the kernel retries on that node
-// (passthrough.go says how). A descriptor opened by passthrough keeps the
+// a passthrough one; an open that would clash is answered ESTALE, and
+// the kernel's retry looks the path up again and gets a fresh node that
+// never uses passthrough (passthrough.go says how). A descriptor opened by passthrough keeps the
 // file it opened when the path changes (a copy-up, a discard, a buffer
 // push): new opens see the change, as on a local disk whose file was
 // replaced by a rename. Where the kernel refuses the first backing file,

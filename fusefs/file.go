@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -38,8 +39,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if !n.srv.passthrough {
 		return nil, 0, syscall.ENOSYS
 	}
-	return n.openIO(ctx, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
+	h, fl, errno := n.openIO(ctx, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
+	if hook := testHookStale.Load(); errno == syscall.ESTALE && hook != nil {
+		(*hook)()
+	}
+	return h, fl, errno
 }
+
+// testHookStale, when set by a test, runs before an open is answered
+// ESTALE (see moveAway).
+var testHookStale atomic.Pointer[func()]
 
 // Create implements NodeCreater. The new file has no handle either,
 // except in passthrough mode (see openIO).

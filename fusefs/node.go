@@ -294,11 +294,15 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 // unless the node it has is only known under a name that no longer
 // names its object (moved elsewhere by the engine): that name may still
 // be in the kernel's cache, and opens through it must not reach the
-// object, so the object gets a fresh node (a new generation) here.
+// object, so the object gets a fresh node (a new generation) here. The
+// retry of an open answered ESTALE gets a fresh node too (see moveAway).
 func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
 	s.fill(out, fi)
 	ino := inoOf(fi)
 	s.mu.Lock()
+	if s.retryLookup(ctx, key) {
+		s.gens[ino] = max(s.gens[ino], 1)
+	}
 	known := s.byIno[ino]
 	s.mu.Unlock()
 	if known != nil && !known.Forgotten() && known.StableAttr().Gen == s.gen(ino) {

@@ -24,11 +24,12 @@ import (
 //     node is cached, and the node has no other backing file;
 //   - cached (FOPEN_KEEP_CACHE, as in the default mode) when no open
 //     of the node uses passthrough;
-//   - otherwise the path moves to a fresh node (a new generation) and
-//     the open is answered ESTALE: the kernel looks the path up again
-//     and retries on the fresh node. Nodes of a replaced generation
-//     never use passthrough, so the retry always succeeds; descriptors
-//     open on the old node keep reading what they had open.
+//   - otherwise the open is answered ESTALE: the kernel looks the path
+//     up again from the same thread and retries, and that lookup gives
+//     a fresh node (a new generation), whatever object the path holds
+//     by then. Nodes of a replaced generation never use passthrough, so
+//     the retry always succeeds; descriptors open on the old node keep
+//     reading what they had open.
 //
 // The counts go down only once go-fuse finished a RELEASE, after the
 // kernel dropped the file, so they never undercount. The backing file is
@@ -74,6 +75,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 	}
 	h := &openFile{n: n}
 	flags := uint32(fuse.FOPEN_NOFLUSH)
+	n.srv.retried(ctx, n)
 	n.ioStateMu.Lock()
 	defer n.ioStateMu.Unlock()
 	st := &n.io
@@ -86,7 +88,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 		st.through++
 		flags |= fuse.FOPEN_PASSTHROUGH
 	case st.through > 0:
-		n.srv.moveAway(n)
+		n.srv.moveAway(ctx, n)
 		return nil, 0, syscall.ESTALE
 	default:
 		st.cached++
@@ -150,20 +152,74 @@ const (
 	ptOff                  // the kernel refused one: no more tries
 )
 
-// moveAway makes the next lookup of n's path give a fresh node, of a
-// generation that never uses passthrough: for n's object, and for the
-// one its path holds now if that is another (a commit gives a file a
-// new inode number), so the kernel's retry of an open lands on a node
-// without passthrough opens, where it cannot clash again.
-func (s *Server) moveAway(n *node) {
+// moveAway makes the kernel's retry of an open of n answered ESTALE
+// land on a node that never uses passthrough, and so cannot clash
+// again. The retry looks n's path up anew from the same thread (LOOKUP,
+// or CREATE for O_CREAT when the lookup finds nothing), and newChild
+// gives that thread a node of a replaced generation whatever object the
+// path holds by then: a commit may have given it a new inode number in
+// between, and a reader may have opened that one by passthrough. Other
+// lookups of n's object get a fresh node too (replace), so later opens
+// stop joining n's passthrough file.
+func (s *Server) moveAway(ctx context.Context, n *node) {
 	s.replace(n)
-	if _, fi, errno := n.current(); errno == 0 {
-		if ino := inoOf(fi); ino != n.StableAttr().Ino {
-			s.mu.Lock()
-			s.gens[ino] = max(s.gens[ino], 1)
-			s.mu.Unlock()
-		}
+	key, ok := n.key()
+	if !ok {
+		return // reopened by descriptor: no lookup to retry
 	}
+	s.mu.Lock()
+	if len(s.retrying) >= maxRetrying {
+		// Marks of retries that never came (the caller died): they
+		// would only cost their thread passthrough on that path.
+		clear(s.retrying)
+	}
+	s.retrying[retry{callerPid(ctx), key}] = struct{}{}
+	s.mu.Unlock()
+}
+
+// retry names an open the kernel is retrying: the calling thread and
+// the path.
+type retry struct {
+	pid uint32
+	key string
+}
+
+// maxRetrying bounds Server.retrying.
+const maxRetrying = 1024
+
+// retryLookup reports whether a lookup of key is a retry of an open
+// answered ESTALE, and must give a fresh node (see moveAway).
+// s.mu is held.
+func (s *Server) retryLookup(ctx context.Context, key string) bool {
+	if len(s.retrying) == 0 {
+		return false
+	}
+	_, ok := s.retrying[retry{callerPid(ctx), key}]
+	return ok
+}
+
+// retried ends the retry of an open of n, if this open is one: every
+// lookup of it is done.
+func (s *Server) retried(ctx context.Context, n *node) {
+	s.mu.Lock()
+	none := len(s.retrying) == 0
+	s.mu.Unlock()
+	if none {
+		return
+	}
+	if key, ok := n.key(); ok {
+		s.mu.Lock()
+		delete(s.retrying, retry{callerPid(ctx), key})
+		s.mu.Unlock()
+	}
+}
+
+// callerPid is the thread that made the request.
+func callerPid(ctx context.Context) uint32 {
+	if c, ok := ctx.(*fuse.Context); ok {
+		return c.Caller.Pid
+	}
+	return 0
 }
 
 // released counts h's file closed by the kernel.

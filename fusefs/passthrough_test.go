@@ -339,3 +339,91 @@ func TestPassthroughMixedOpens(t *testing.T) {
 		mustRead(t, filepath.Join(m.root, name), "v0\n")
 	}
 }
+
+// TestPassthroughStaleRetry: an open that would clash with a
+// passthrough open is answered ESTALE, and the kernel's retry succeeds
+// even when, in between, the path got a new inode number (a commit
+// does that) that another reader opened by passthrough.
+func TestPassthroughStaleRetry(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"f.txt": "disk\n"}, passthrough: true})
+	p := filepath.Join(m.mnt, "f.txt")
+	held, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	mustReadAt(t, held, "disk\n")
+	// The hook runs once, in the server, before the write open below is
+	// answered ESTALE: the path gets a new inode number, which another
+	// reader looks up and opens by passthrough.
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	hooked := make(chan opened, 1)
+	var once sync.Once
+	hook := func() {
+		once.Do(func() {
+			tmp := filepath.Join(m.root, "f.txt.tmp")
+			err := os.WriteFile(tmp, []byte("new\n"), 0o644)
+			if err == nil {
+				err = os.Rename(tmp, filepath.Join(m.root, "f.txt"))
+			}
+			var f *os.File
+			if err == nil {
+				m.srv.invalidateEntry("f.txt")
+				f, err = os.Open(p)
+			}
+			hooked <- opened{f, err}
+		})
+	}
+	testHookStale.Store(&hook)
+	defer func() {
+		testHookStale.Store(nil)
+		select {
+		case o := <-hooked:
+			if o.f != nil {
+				o.f.Close()
+			}
+		default:
+		}
+	}()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("open for writing beside a passthrough read: %v", err)
+	}
+	if _, err := f.WriteString("appended\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var o opened
+	select {
+	case o = <-hooked:
+		hooked <- o // closed at the end
+	default:
+		t.Fatal("the write open was not answered ESTALE: the clash under test did not happen")
+	}
+	if o.err != nil {
+		t.Fatalf("the hook's open of the new inode number: %v", o.err)
+	}
+	other := o.f
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(other.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	backed := false
+	m.srv.files.Range(func(_, v any) bool {
+		h := v.(*openFile)
+		backed = backed || (h.backing != 0 && h.n.StableAttr().Ino == st.Ino)
+		return true
+	})
+	if !backed {
+		t.Fatal("the hook's reader of the new inode number was not opened by passthrough: the clash under test did not happen")
+	}
+	mustReadAt(t, other, "new\n")
+	mustReadAt(t, held, "disk\n")
+	mustRead(t, p, "new\nappended\n")
+	mustRead(t, filepath.Join(m.root, "f.txt"), "new\n")
+}

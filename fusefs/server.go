@@ -73,6 +73,9 @@ type Server struct {
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
 	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
+	// retrying: opens answered ESTALE that the kernel is retrying (see
+	// moveAway)
+	retrying map[retry]struct{}
 	// nodes with a pinned handle: the kernel forgets nothing when the
 	// mount goes, so those are closed when serving ends.
 	pinnedNodes map[*node]struct{}
@@ -100,6 +103,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		done:        make(chan struct{}),
 		gens:        map[uint64]uint64{},
 		byIno:       map[uint64]*node{},
+		retrying:    map[retry]struct{}{},
 		pinnedNodes: map[*node]struct{}{},
 	}
 	if s.logf == nil {
