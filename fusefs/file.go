@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -182,6 +183,11 @@ func osFileOf(f afero.File) (*os.File, bool) {
 // keep its file in the draft across a commit (see overlay.Draft.Commit),
 // so none stays open; reads are rare, as the kernel keeps pages.
 func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Errno {
+	if write {
+		if err := n.writablePin(); err != nil {
+			return n.srv.errno(op, err)
+		}
+	}
 	n.ioMu.RLock()
 	if n.pin != nil {
 		defer n.ioMu.RUnlock()
@@ -247,17 +253,28 @@ func (n *node) holdsPin() bool {
 // pinChild keeps the file at name in directory n reachable while its
 // name is unlinked or replaced through the mount (a process may have it
 // open: the kernel does not say), and returns what undoes that if the
-// change fails. A file with other names stays reachable by them.
+// change fails. A file with other names stays reachable by them. A
+// directory keeps its attributes (see node.gone).
 func (n *node) pinChild(name string) (undo func()) {
 	undo = func() {}
 	in := n.GetChild(name)
-	if in == nil || in.StableAttr().Mode != syscall.S_IFREG {
+	if in == nil {
+		return undo
+	}
+	mode := in.StableAttr().Mode
+	if mode != syscall.S_IFREG && mode != syscall.S_IFDIR {
 		return undo
 	}
 	c := in.Operations().(*node)
 	key, fi, errno := c.current()
 	if errno != 0 {
 		return undo
+	}
+	if mode == syscall.S_IFDIR {
+		c.ioMu.Lock()
+		defer c.ioMu.Unlock()
+		c.gone = fi
+		return func() { c.ioMu.Lock(); c.gone = nil; c.ioMu.Unlock() }
 	}
 	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
 		return undo
@@ -266,11 +283,12 @@ func (n *node) pinChild(name string) (undo func()) {
 	if err != nil {
 		return undo
 	}
+	shared := true
 	if osf, ok := osFileOf(f); ok && !c.srv.onDisk(osf) {
 		// A draft file: writes through the open descriptor go on.
 		if rw, err := c.srv.fsys.OpenFile(key, os.O_RDWR, 0); err == nil {
 			f.Close()
-			f = rw
+			f, shared = rw, false
 		}
 	}
 	c.ioMu.Lock()
@@ -279,9 +297,84 @@ func (n *node) pinChild(name string) (undo func()) {
 		f.Close()
 		return undo
 	}
-	c.pin = f
+	c.pin, c.pinShared = f, shared
 	c.srv.hold(c, true)
 	return func() { c.unpin(f) }
+}
+
+// goneInfo is what n's directory was when its name went (see gone);
+// nil if it was no such directory.
+func (n *node) goneInfo() fs.FileInfo {
+	n.ioMu.RLock()
+	defer n.ioMu.RUnlock()
+	return n.gone
+}
+
+// writablePin makes n's pin, if it reads a file others still read (the
+// disk's, which must not change, or an editor's text), a private copy
+// that writes through descriptors still open on the unlinked file can
+// change, as on a local disk. The copy lives in the draft's store with
+// no name, and goes with the pin.
+func (n *node) writablePin() error {
+	n.ioMu.Lock()
+	defer n.ioMu.Unlock()
+	if n.pin == nil || !n.pinShared {
+		return nil
+	}
+	fi, err := n.pin.Stat()
+	if err != nil {
+		return err
+	}
+	f, err := n.srv.d.NamelessFile()
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, io.NewSectionReader(n.pin, 0, fi.Size())); err != nil {
+		f.Close()
+		return err
+	}
+	n.pin.Close()
+	n.pin, n.pinShared = &privateCopy{File: f, info: fi}, false
+	return nil
+}
+
+// privateCopy is a pinned file's private copy (see writablePin). It
+// describes itself as the file it copies, unlinked, with its own size
+// and times.
+type privateCopy struct {
+	*os.File
+	info fs.FileInfo // the original's, when copied
+}
+
+func (f *privateCopy) OSFile() (*os.File, bool) { return f.File, true }
+
+func (f *privateCopy) Stat() (fs.FileInfo, error) {
+	now, err := f.File.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &copyInfo{FileInfo: f.info, now: now}, nil
+}
+
+// copyInfo describes a privateCopy.
+type copyInfo struct {
+	fs.FileInfo             // the original's
+	now         fs.FileInfo // the copy's own
+}
+
+func (i *copyInfo) Size() int64        { return i.now.Size() }
+func (i *copyInfo) ModTime() time.Time { return i.now.ModTime() }
+
+func (i *copyInfo) Sys() any {
+	var a overlay.Attr
+	if orig, ok := i.FileInfo.Sys().(*overlay.Attr); ok {
+		a = *orig
+	}
+	a.Nlink = 0
+	if st, ok := i.now.Sys().(*syscall.Stat_t); ok {
+		a.Atime, a.Ctime, a.Blocks = time.Unix(st.Atim.Unix()), time.Unix(st.Ctim.Unix()), st.Blocks
+	}
+	return &a
 }
 
 // onDisk reports whether f is a workspace file rather than a draft's.

@@ -296,6 +296,102 @@ func TestUnlinkOpenFile(t *testing.T) {
 	mustRead(t, filepath.Join(m.root, "lower"), "from disk")
 }
 
+// TestWriteUnlinkedLowerFile: a disk file or an editor's unsaved file
+// open for writing keeps taking writes once its name is unlinked or
+// replaced through the mount, as on a local disk, while the disk and the
+// editor's text stay as they were.
+func TestWriteUnlinkedLowerFile(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		buffer bool // the file is an editor's unsaved text
+		unlink func(m *mounted, p string) error
+	}{
+		{"unlinked", false, func(m *mounted, p string) error { return os.Remove(p) }},
+		{"renamed over", false, func(m *mounted, p string) error {
+			if err := os.WriteFile(p+".new", []byte("replacement\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Rename(p+".new", p)
+		}},
+		{"editor's file unlinked", true, func(m *mounted, p string) error { return os.Remove(p) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := testMount(t, mountOptions{files: map[string]string{"f": "from disk\n"}})
+			want := "from disk\n"
+			if c.buffer {
+				want = "unsaved\n"
+				if err := m.ws.Buffers().Open("f", 1, []byte(want)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := filepath.Join(m.mnt, "f")
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			mustReadAt(t, f, want)
+			if err := c.unlink(m, p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("FROM"), 0); err != nil {
+				t.Fatalf("write after the name went: %v", err)
+			}
+			if err := f.Truncate(int64(len(want)) + 2); err != nil {
+				t.Fatalf("ftruncate after the name went: %v", err)
+			}
+			want = "FROM" + want[4:] + "\x00\x00"
+			mustReadAt(t, f, want)
+			var st syscall.Stat_t
+			if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Nlink != 0 || st.Size != int64(len(want)) || st.Mode&0o777 != 0o644 {
+				t.Errorf("fstat: nlink %d, size %d, mode %o; want 0, %d, 644", st.Nlink, st.Size, st.Mode&0o777, len(want))
+			}
+			mustRead(t, filepath.Join(m.root, "f"), "from disk\n")
+			if c.buffer {
+				if snap, ok := m.ws.Buffers().Get("f"); !ok || string(snap.Text) != "unsaved\n" {
+					t.Errorf("editor's text: %q (open %v)", snap.Text, ok)
+				}
+			}
+		})
+	}
+}
+
+// TestRemovedDirStillOpen: fstat of a directory open when it was
+// removed, or replaced by a rename, answers as on a local disk.
+func TestRemovedDirStillOpen(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"d/": "", "e/": "", "src/": ""}})
+	for _, c := range []struct {
+		dir    string
+		remove func(p string) error
+	}{
+		{"d", os.Remove},
+		{"e", func(p string) error { return syscall.Rename(filepath.Join(m.mnt, "src"), p) }}, // os.Rename refuses
+	} {
+		p := filepath.Join(m.mnt, c.dir)
+		if err := os.Chmod(p, 0o710); err != nil {
+			t.Fatal(err)
+		}
+		d, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if err := c.remove(p); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := d.Stat()
+		if err != nil {
+			t.Fatalf("%s: fstat once removed: %v", c.dir, err)
+		}
+		if !fi.IsDir() || fi.Mode().Perm() != 0o710 {
+			t.Errorf("%s: fstat once removed: %v", c.dir, fi.Mode())
+		}
+	}
+}
+
 func TestRenameFlags(t *testing.T) {
 	m := testMount(t, mountOptions{files: map[string]string{"a": "A", "b": "B", "d/x": "X"}})
 	at := func(name string) string { return filepath.Join(m.mnt, name) }

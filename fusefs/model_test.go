@@ -3,18 +3,23 @@ package fusefs
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 // TestDifferential applies the same random operations to the mount and
 // to a plain directory that started with the same files: every result
-// (the errno, what a read returns) and the final trees must agree. Set
-// DRAFTFS_SEED to replay a seed.
+// (the errno, what a read returns, link counts, whether an object kept
+// its inode number) and the final trees must agree. Some operations go
+// through descriptors held open across others (unlink or rename over an
+// open file, writes after that). Set DRAFTFS_SEED to replay a seed.
 func TestDifferential(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
 	if s := os.Getenv("DRAFTFS_SEED"); s != "" {
@@ -36,21 +41,46 @@ func TestDifferential(t *testing.T) {
 // names is the namespace the operations draw paths from.
 var names = []string{"a", "b", "c", "d", "d/a", "d/b", "d/e", "d/e/a", "e", "e/a", "e/b"}
 
+// slots is how many descriptors a side holds open at most.
+const slots = 3
+
+// side is one of the two trees an operation runs on.
+type side struct {
+	root string
+	held [slots]*os.File
+}
+
+func (s *side) closeAll() {
+	for i, f := range s.held {
+		if f != nil {
+			f.Close()
+			s.held[i] = nil
+		}
+	}
+}
+
 func differential(t *testing.T, seed uint64, steps int) {
 	initial := map[string]string{"a": "alpha\n", "d/a": "delta a\n", "d/e/a": "deep\n", "e/": ""}
 	m := testMount(t, mountOptions{files: initial})
-	plain := t.TempDir()
-	writeTree(t, plain, initial)
+	mount, plain := &side{root: m.mnt}, &side{root: t.TempDir()}
+	defer mount.closeAll()
+	defer plain.closeAll()
+	writeTree(t, plain.root, initial)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var trace []string
 	for i := range steps {
 		op := randomOp(rng)
-		got := op.apply(m.mnt)
+		got := op.apply(mount)
 		want := op.apply(plain)
+		trace = append(trace, fmt.Sprintf("%d: %s: %s", i, op, want))
 		if got != want {
-			t.Fatalf("seed %d step %d: %s: mount %s, plain directory %s (replay with DRAFTFS_SEED=%d)", seed, i, op, got, want, seed)
+			t.Fatalf("seed %d step %d: %s: mount %s, plain directory %s (replay with DRAFTFS_SEED=%d)\nsteps so far:\n%s",
+				seed, i, op, got, want, seed, strings.Join(trace[max(0, len(trace)-30):], "\n"))
 		}
 	}
-	if diff := diffSnapshots(snapshot(t, plain), snapshot(t, m.mnt)); len(diff) > 0 {
+	mount.closeAll()
+	plain.closeAll()
+	if diff := diffSnapshots(snapshot(t, plain.root), snapshot(t, m.mnt)); len(diff) > 0 {
 		t.Fatalf("seed %d: final trees differ: %v", seed, diff)
 	}
 }
@@ -62,29 +92,41 @@ type fsOp struct {
 	data   string
 	mode   os.FileMode
 	offset int64
+	slot   int // the held descriptor it uses
+	flag   int // how "open" opens
 }
 
 func (o fsOp) String() string {
-	return fmt.Sprintf("%s(%q, %q, %q, %o, %d)", o.kind, o.p, o.q, o.data, o.mode, o.offset)
+	return fmt.Sprintf("%s(%q, %q, %q, %o, %d, slot %d, flag %#o)", o.kind, o.p, o.q, o.data, o.mode, o.offset, o.slot, o.flag)
 }
 
 func randomOp(rng *rand.Rand) fsOp {
 	pick := func() string { return names[rng.IntN(len(names))] }
-	kinds := []string{"write", "write", "append", "read", "read", "mkdir", "rmdir", "remove", "rename", "rename", "symlink", "link", "chmod", "truncate", "readdir", "stat"}
+	kinds := []string{"write", "write", "append", "read", "read", "mkdir", "rmdir", "remove", "rename", "rename", "symlink", "link", "chmod", "truncate", "readdir", "stat",
+		"open", "open", "hwrite", "hwrite", "hread", "hread", "hstat", "htruncate", "hclose"}
 	o := fsOp{kind: kinds[rng.IntN(len(kinds))], p: pick(), q: pick()}
 	o.data = fmt.Sprintf("%x\n", rng.Uint32())
 	o.mode = []os.FileMode{0o600, 0o644, 0o755, 0o700}[rng.IntN(4)]
 	o.offset = int64(rng.IntN(12))
+	o.slot = rng.IntN(slots)
+	o.flag = []int{os.O_RDONLY, os.O_RDWR, os.O_RDWR | os.O_APPEND, os.O_WRONLY | os.O_CREATE | os.O_TRUNC, os.O_RDWR | os.O_CREATE | os.O_EXCL}[rng.IntN(5)]
 	return o
 }
 
-// apply runs the operation below root and describes its outcome.
-func (o fsOp) apply(root string) string {
-	p, q := filepath.Join(root, o.p), filepath.Join(root, o.q)
+// apply runs the operation on s and describes its outcome.
+func (o fsOp) apply(s *side) string {
+	p, q := filepath.Join(s.root, o.p), filepath.Join(s.root, o.q)
+	if strings.HasPrefix(o.kind, "h") && o.kind != "hclose" && s.held[o.slot] == nil {
+		return "no descriptor"
+	}
+	f := s.held[o.slot]
 	var err error
 	switch o.kind {
 	case "write":
-		err = os.WriteFile(p, []byte(o.data), 0o644)
+		before := inoAt(p)
+		if err = os.WriteFile(p, []byte(o.data), 0o644); err == nil {
+			return "ok" + sameIno(before, inoAt(p))
+		}
 	case "append":
 		var f *os.File
 		if f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
@@ -103,13 +145,21 @@ func (o fsOp) apply(root string) string {
 	case "remove":
 		err = syscall.Unlink(p)
 	case "rename":
-		err = os.Rename(p, q)
+		before := inoAt(p)
+		if err = syscall.Rename(p, q); err == nil { // os.Rename refuses to replace a directory
+			return "ok" + sameIno(before, inoAt(q))
+		}
 	case "symlink":
 		err = os.Symlink(o.q, p)
 	case "link":
-		err = os.Link(p, q)
+		if err = os.Link(p, q); err == nil {
+			return "ok" + sameIno(inoAt(p), inoAt(q))
+		}
 	case "chmod":
-		err = os.Chmod(p, o.mode)
+		before := inoAt(p)
+		if err = os.Chmod(p, o.mode); err == nil {
+			return "ok" + sameIno(before, inoAt(p))
+		}
 	case "truncate":
 		err = os.Truncate(p, o.offset)
 	case "readdir":
@@ -124,14 +174,67 @@ func (o fsOp) apply(root string) string {
 	case "stat":
 		var fi os.FileInfo
 		if fi, err = os.Lstat(p); err == nil {
-			size := fi.Size()
-			if fi.IsDir() {
-				size = 0
-			}
-			return fmt.Sprintf("stat %s %d", fi.Mode(), size)
+			return describe(fi)
+		}
+	case "open":
+		if f != nil {
+			f.Close()
+			s.held[o.slot] = nil
+		}
+		if f, err = os.OpenFile(p, o.flag, 0o644); err == nil {
+			s.held[o.slot] = f
+		}
+	case "hwrite":
+		_, err = f.WriteString(o.data)
+	case "hread":
+		b := make([]byte, 256)
+		var n int
+		if n, err = f.ReadAt(b, 0); err == nil || errors.Is(err, io.EOF) {
+			return "read " + strconv.Quote(string(b[:n]))
+		}
+	case "hstat":
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			return describe(fi)
+		}
+	case "htruncate":
+		err = f.Truncate(o.offset)
+	case "hclose":
+		if f != nil {
+			err = f.Close()
+			s.held[o.slot] = nil
 		}
 	}
 	return errnoName(err)
+}
+
+// describe is what both sides must agree on about fi: a directory's
+// size and link count are the file system's own.
+func describe(fi os.FileInfo) string {
+	if fi.IsDir() {
+		return fmt.Sprintf("stat %s", fi.Mode())
+	}
+	return fmt.Sprintf("stat %s %d bytes %d links", fi.Mode(), fi.Size(), fi.Sys().(*syscall.Stat_t).Nlink)
+}
+
+// inoAt is the inode number of what p names; 0 when nothing.
+func inoAt(p string) uint64 {
+	var st syscall.Stat_t
+	if syscall.Lstat(p, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// sameIno describes whether an object kept its inode number.
+func sameIno(before, after uint64) string {
+	switch {
+	case before == 0:
+		return ""
+	case before == after:
+		return ", same inode number"
+	}
+	return ", inode number changed"
 }
 
 func errnoName(err error) string {
@@ -141,6 +244,10 @@ func errnoName(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return "errno " + errno.Error()
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return "error " + pe.Op + ": " + pe.Err.Error()
 	}
 	return "error " + err.Error()
 }

@@ -101,7 +101,12 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	return n.srv.errno("rmdir", n.srv.fsys.Rmdir(key))
+	undo := n.pinChild(name)
+	if err := n.srv.fsys.Rmdir(key); err != nil {
+		undo()
+		return n.srv.errno("rmdir", err)
+	}
+	return 0
 }
 
 // Rename implements NodeRenamer, with RENAME_NOREPLACE and
