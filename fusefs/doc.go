@@ -35,8 +35,10 @@
 // keep its file in the draft across a commit). Unlinking or renaming
 // over a file through the mount first pins the object (an engine handle
 // kept until the kernel forgets the node), so descriptors still open on
-// it keep reading, and for a draft file writing, what it held. O_TRUNC
-// reaches the engine as a truncate before the open.
+// it keep reading and writing what it held; the first write to a disk
+// file or an editor's text pinned that way makes a private, nameless
+// copy in the draft's store, as the disk and the editor must not see it.
+// O_TRUNC reaches the engine as a truncate before the open.
 //
 // Set-id bits are cleared by the server, not the kernel (FUSE's
 // HANDLE_KILLPRIV_V2, which spares a GETATTR before every chown): after
@@ -59,7 +61,10 @@
 // The kernel allows an inode one backing file, and no cached open beside
 // a passthrough one; an open that would clash is answered ESTALE, and
 // the kernel's retry looks the path up again and gets a fresh node that
-// never uses passthrough (passthrough.go says how). A descriptor opened by passthrough keeps the
+// never uses passthrough (passthrough.go says how). The old node and the
+// fresh one are twins, nodes of one object: a change through one drops
+// what the kernel caches for the other, and unlinking the object's last
+// name pins it for both. A descriptor opened by passthrough keeps the
 // file it opened when the path changes (a copy-up, a discard, a buffer
 // push): new opens see the change, as on a local disk whose file was
 // replaced by a rename. Where the kernel refuses the first backing file,

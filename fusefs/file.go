@@ -279,27 +279,42 @@ func (n *node) pinChild(name string) (undo func()) {
 	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
 		return undo
 	}
-	f, err := c.srv.fsys.OpenFile(key, os.O_RDONLY, 0)
+	// Twins stand for the same object (see twinsOf): each keeps it too.
+	var undos []func()
+	for _, t := range append(c.srv.twinsOf(c), c) {
+		undos = append(undos, t.pinAt(key))
+	}
+	return func() {
+		for _, u := range undos {
+			u()
+		}
+	}
+}
+
+// pinAt pins the regular file key names (see pinChild) to n, and
+// returns what undoes that.
+func (n *node) pinAt(key string) (undo func()) {
+	f, err := n.srv.fsys.OpenFile(key, os.O_RDONLY, 0)
 	if err != nil {
-		return undo
+		return func() {}
 	}
 	shared := true
-	if osf, ok := osFileOf(f); ok && !c.srv.onDisk(osf) {
+	if osf, ok := osFileOf(f); ok && !n.srv.onDisk(osf) {
 		// A draft file: writes through the open descriptor go on.
-		if rw, err := c.srv.fsys.OpenFile(key, os.O_RDWR, 0); err == nil {
+		if rw, err := n.srv.fsys.OpenFile(key, os.O_RDWR, 0); err == nil {
 			f.Close()
 			f, shared = rw, false
 		}
 	}
-	c.ioMu.Lock()
-	defer c.ioMu.Unlock()
-	if c.pin != nil {
+	n.ioMu.Lock()
+	defer n.ioMu.Unlock()
+	if n.pin != nil {
 		f.Close()
-		return undo
+		return func() {}
 	}
-	c.pin, c.pinShared = f, shared
-	c.srv.hold(c, true)
-	return func() { c.unpin(f) }
+	n.pin, n.pinShared = f, shared
+	n.srv.hold(n, true)
+	return func() { n.unpin(f) }
 }
 
 // goneInfo is what n's directory was when its name went (see gone);
@@ -314,28 +329,60 @@ func (n *node) goneInfo() fs.FileInfo {
 // disk's, which must not change, or an editor's text), a private copy
 // that writes through descriptors still open on the unlinked file can
 // change, as on a local disk. The copy lives in the draft's store with
-// no name, and goes with the pin.
+// no name, and goes with the last pin on it: n's twins that pinned the
+// same file get it too (see twinsOf), so they go on sharing content.
 func (n *node) writablePin() error {
-	n.ioMu.Lock()
-	defer n.ioMu.Unlock()
-	if n.pin == nil || !n.pinShared {
+	n.ioMu.RLock()
+	shared := n.pin != nil && n.pinShared
+	n.ioMu.RUnlock()
+	if !shared {
 		return nil
 	}
-	fi, err := n.pin.Stat()
+	s := n.srv
+	s.privateMu.Lock()
+	defer s.privateMu.Unlock()
+	n.ioMu.Lock()
+	if n.pin == nil || !n.pinShared {
+		n.ioMu.Unlock()
+		return nil // made by a twin meanwhile
+	}
+	cp, err := privateCopyOf(s.d, n.pin)
+	if err == nil {
+		n.pin.Close()
+		n.pin, n.pinShared = cp, false
+	}
+	n.ioMu.Unlock()
 	if err != nil {
 		return err
 	}
-	f, err := n.srv.d.NamelessFile()
-	if err != nil {
-		return err
+	for _, t := range s.twinsOf(n) {
+		t.ioMu.Lock()
+		if t.pin != nil && t.pinShared {
+			if dup, err := cp.dup(); err == nil {
+				t.pin.Close()
+				t.pin, t.pinShared = dup, false
+			}
+		}
+		t.ioMu.Unlock()
 	}
-	if _, err := io.Copy(f, io.NewSectionReader(n.pin, 0, fi.Size())); err != nil {
-		f.Close()
-		return err
-	}
-	n.pin.Close()
-	n.pin, n.pinShared = &privateCopy{File: f, info: fi}, false
 	return nil
+}
+
+// privateCopyOf copies f into a nameless file of d's store.
+func privateCopyOf(d *overlay.Draft, f afero.File) (*privateCopy, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	cp, err := d.NamelessFile()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(cp, io.NewSectionReader(f, 0, fi.Size())); err != nil {
+		cp.Close()
+		return nil, err
+	}
+	return &privateCopy{File: cp, info: fi}, nil
 }
 
 // privateCopy is a pinned file's private copy (see writablePin). It
@@ -347,6 +394,15 @@ type privateCopy struct {
 }
 
 func (f *privateCopy) OSFile() (*os.File, bool) { return f.File, true }
+
+// dup is another handle of the same copy.
+func (f *privateCopy) dup() (*privateCopy, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &privateCopy{File: os.NewFile(uintptr(fd), f.Name()), info: f.info}, nil
+}
 
 func (f *privateCopy) Stat() (fs.FileInfo, error) {
 	now, err := f.File.Stat()

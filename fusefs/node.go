@@ -41,6 +41,9 @@ type node struct {
 	gone fs.FileInfo
 	// next is the node a lookup gave this node's name to (see key).
 	next atomic.Pointer[node]
+	// lastKey is the path a lookup or a rename last gave the node: where
+	// to look for its object once the kernel forgot it (see named).
+	lastKey atomic.Pointer[string]
 
 	ioStateMu sync.Mutex
 	io        ioState // passthrough mode: the node's open files
@@ -72,36 +75,85 @@ func (n *node) named() (*node, string, bool) {
 	if key, ok := n.treeKey(); ok {
 		return n, key, true
 	}
+	if n.holdsPin() || n.goneInfo() != nil {
+		return nil, "", false // its last name went through the mount
+	}
+	var last *node
 	for hops, m := 0, n.next.Load(); m != nil && hops < maxHops; hops, m = hops+1, m.next.Load() {
+		if m.Forgotten() {
+			// go-fuse may have made a new node of the same identity
+			// since, which no lookup linked from m.
+			if k := n.srv.live(m.StableAttr()); k != nil {
+				m = k
+			}
+		}
 		if key, ok := m.treeKey(); ok {
 			return m, key, true
+		}
+		last = m
+	}
+	// The kernel forgot the node that took n's name, and no lookup took
+	// it on from there: follow the path where that node was last.
+	if last != nil {
+		if key := last.lastKey.Load(); key != nil {
+			return last, *key, true
 		}
 	}
 	return nil, "", false
 }
 
+// live is the node go-fuse keeps for identity sa, if it still keeps
+// one.
+func (s *Server) live(sa gofs.StableAttr) *node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.byIno[sa.Ino]; k != nil && k.StableAttr() == sa && !k.Forgotten() {
+		return k
+	}
+	return nil
+}
+
 // changedBehind tells the kernel that n's file changed through n (a
-// descriptor open on it) while a lookup gave its name to another node:
-// that node's attributes and pages are dropped, so its opens see the
-// change (only changes from outside the mount come on the feed).
+// descriptor open on it) while other nodes stand for it too: twins of
+// other generations (see twinsOf), or a node a lookup gave n's name to.
+// Their attributes and pages are dropped, so their opens see the change
+// (only changes from outside the mount come on the feed).
 func (n *node) changedBehind() {
-	m, _, ok := n.named()
-	if !ok {
+	var others []*gofs.Inode
+	for _, t := range n.srv.twinsOf(n) {
+		others = append(others, &t.Inode)
+	}
+	if m, _, ok := n.named(); ok {
+		if name, parent := m.Parent(); parent != nil {
+			if c := parent.GetChild(name); c != nil && c != &n.Inode {
+				others = append(others, c)
+			}
+		}
+	}
+	if len(others) == 0 {
 		return
 	}
-	name, parent := m.Parent()
-	if parent == nil {
-		return
+	// Attributes now: that takes no lock in the kernel, and a new size
+	// or mtime makes it drop the pages itself (AUTO_INVAL_DATA). Pages
+	// from another goroutine: dropping them waits for page locks that
+	// I/O the kernel has this request serve may hold.
+	for _, o := range others {
+		o.NotifyContent(-1, 0)
 	}
-	if c := parent.GetChild(name); c != nil && c != &n.Inode {
-		c.NotifyContent(0, 0)
-	}
+	go func() {
+		for _, o := range others {
+			o.NotifyContent(0, 0)
+		}
+	}()
 }
 
 // maxHops bounds how far key follows nodes that took a name in turn.
 const maxHops = 8
 
-// treeKey is the node's path in go-fuse's tree.
+// treeKey is the node's path in go-fuse's tree. A lookup that puts
+// another node at a name leaves the node there believing it is still
+// the name's (go-fuse does not take the name from it): such a name
+// counts as lost.
 func (n *node) treeKey() (string, bool) {
 	root := n.Root()
 	var elems []string
@@ -109,6 +161,9 @@ func (n *node) treeKey() (string, bool) {
 		name, parent := in.Parent()
 		if parent == nil {
 			return "", false
+		}
+		if parent.GetChild(name) != in {
+			return "", false // another node took the name
 		}
 		elems = append(elems, name)
 		in = parent
@@ -332,16 +387,18 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 		}
 	}
 	sa := s.stable(fi)
+	_, name := splitKey(key)
+	old := parent.GetChild(name)
 	in := parent.NewInode(ctx, &node{srv: s}, sa)
 	// Recorded once go-fuse set it up: others read its identity.
 	n := in.Operations().(*node)
-	_, name := splitKey(key)
-	if old := parent.GetChild(name); old != nil && old != in && old.StableAttr().Mode == sa.Mode {
+	n.lastKey.Store(&key)
+	if old != nil && old != in && old.StableAttr().Mode == sa.Mode {
 		old.Operations().(*node).next.Store(n)
 	}
 	s.mu.Lock()
 	if k := s.byIno[ino]; k == nil || k.Forgotten() || k.StableAttr().Gen != sa.Gen {
-		s.byIno[ino] = n
+		s.setKnown(ino, n)
 	}
 	s.mu.Unlock()
 	return in
@@ -354,9 +411,48 @@ func (s *Server) claim(n *node) {
 	sa := n.StableAttr()
 	s.mu.Lock()
 	if k := s.byIno[sa.Ino]; k != n && (k == nil || k.StableAttr().Gen <= sa.Gen || k.Forgotten()) {
-		s.byIno[sa.Ino] = n
+		s.setKnown(sa.Ino, n)
 	}
 	s.mu.Unlock()
+}
+
+// setKnown records n as the node go-fuse keeps for inode number ino.
+// The one recorded before, if the kernel still knows it, is one of a
+// replaced generation: kept as a twin (see twinsOf), unless it holds a
+// pin: its object has no name, and the number may be another's by now.
+// s.mu is held.
+func (s *Server) setKnown(ino uint64, n *node) {
+	if k := s.byIno[ino]; k != nil && k != n && !k.Forgotten() && !s.holds(k) && !slices.Contains(s.twins[ino], k) {
+		s.twins[ino] = append(s.twins[ino], k)
+	}
+	s.byIno[ino] = n
+}
+
+// holds reports whether n holds a pin (see Server.hold). s.mu is held.
+func (s *Server) holds(n *node) bool {
+	_, ok := s.pinnedNodes[n]
+	return ok
+}
+
+// twinsOf returns the other nodes the kernel knows for n's object:
+// nodes of replaced generations (see Server.replace) and the current
+// one. The kernel caches attributes and pages per node, so a change
+// through one must drop what the others cached.
+func (s *Server) twinsOf(n *node) []*node {
+	ino := n.StableAttr().Ino
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	twins := s.twins[ino]
+	if len(twins) == 0 {
+		return nil
+	}
+	var out []*node
+	for _, m := range append(twins, s.byIno[ino]) {
+		if m != nil && m != n && !m.Forgotten() && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
@@ -367,6 +463,11 @@ func (n *node) OnForget() {
 	n.srv.mu.Lock()
 	if n.srv.byIno[ino] == n {
 		delete(n.srv.byIno, ino)
+	}
+	if twins := slices.DeleteFunc(n.srv.twins[ino], func(m *node) bool { return m == n || m.Forgotten() }); len(twins) > 0 {
+		n.srv.twins[ino] = twins
+	} else {
+		delete(n.srv.twins, ino)
 	}
 	n.srv.mu.Unlock()
 }

@@ -87,12 +87,28 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
+	child := n.GetChild(name)
 	undo := n.pinChild(name)
 	if err := n.srv.fsys.Unlink(key); err != nil {
 		undo()
 		return n.srv.errno("unlink", err)
 	}
+	n.srv.linksChanged(child)
 	return 0
+}
+
+// linksChanged drops the attributes the kernel caches for the twins of
+// in (see twinsOf), whose link count or ctime changed through in: the
+// kernel updates in's own.
+func (s *Server) linksChanged(ins ...*gofs.Inode) {
+	for _, in := range ins {
+		if in == nil {
+			continue
+		}
+		for _, t := range s.twinsOf(in.Operations().(*node)) {
+			t.NotifyContent(-1, 0)
+		}
+	}
 }
 
 // Rmdir implements NodeRmdirer.
@@ -131,6 +147,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if !ok1 || !ok2 {
 		return syscall.ENOENT
 	}
+	moved, replaced := n.GetChild(name), np.GetChild(newName)
 	undo := func() {}
 	if rf&overlay.RenameExchange == 0 {
 		undo = np.pinChild(newName)
@@ -139,6 +156,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		undo()
 		return n.srv.errno("rename", err)
 	}
+	if moved != nil {
+		moved.Operations().(*node).lastKey.Store(&to)
+		if rf&overlay.RenameExchange != 0 && replaced != nil {
+			replaced.Operations().(*node).lastKey.Store(&from)
+		}
+	}
+	n.srv.linksChanged(moved, replaced)
 	return 0
 }
 
@@ -166,6 +190,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 		// takes the directory lock the kernel holds now: not from here.
 		go n.srv.invalidateEntry(from)
 	}
+	n.srv.linksChanged(&tn.Inode)
 	return n.srv.newChild(ctx, &n.Inode, to, fi, &out.Attr), 0
 }
 

@@ -135,10 +135,16 @@ func (s *Server) moveNode(from, to string) {
 	fp, fname := splitKey(from)
 	tp, tname := splitKey(to)
 	src, dst := s.known(fp), s.known(tp)
-	if src == nil || dst == nil || src.GetChild(fname) == nil {
+	if src == nil || dst == nil {
 		return
 	}
-	src.MvChild(fname, dst, tname, false)
+	c := src.GetChild(fname)
+	if c == nil {
+		return
+	}
+	if src.MvChild(fname, dst, tname, false) {
+		c.Operations().(*node).lastKey.Store(&to)
+	}
 }
 
 // invalidateAll drops everything the kernel caches of the nodes go-fuse

@@ -70,9 +70,16 @@ type Server struct {
 	killing sync.Map
 	files   sync.Map // file handle number → *openFile
 
+	// privateMu serialises making private copies of pinned files (see
+	// writablePin), which touches several nodes.
+	privateMu sync.Mutex
+
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
 	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
+	// twins: nodes of replaced generations the kernel still knows, by
+	// inode number (see setKnown)
+	twins map[uint64][]*node
 	// retrying: opens answered ESTALE that the kernel is retrying (see
 	// moveAway)
 	retrying map[retry]struct{}
@@ -103,6 +110,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		done:        make(chan struct{}),
 		gens:        map[uint64]uint64{},
 		byIno:       map[uint64]*node{},
+		twins:       map[uint64][]*node{},
 		retrying:    map[retry]struct{}{},
 		pinnedNodes: map[*node]struct{}{},
 	}
