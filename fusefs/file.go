@@ -183,12 +183,14 @@ func osFileOf(f afero.File) (*os.File, bool) {
 // keep its file in the draft across a commit (see overlay.Draft.Commit),
 // so none stays open; reads are rare, as the kernel keeps pages.
 func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Errno {
-	if write {
+	n.ioMu.RLock()
+	if n.pin != nil && write && n.pinShared {
+		n.ioMu.RUnlock()
 		if err := n.writablePin(); err != nil {
 			return n.srv.errno(op, err)
 		}
+		n.ioMu.RLock()
 	}
-	n.ioMu.RLock()
 	if n.pin != nil {
 		defer n.ioMu.RUnlock()
 		return n.srv.errno(op, fn(n.pin))
