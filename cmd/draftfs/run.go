@@ -63,6 +63,7 @@ func runMount(cfg *config) (dir string, stop func() error, err error) {
 		if !errors.Is(err, control.ErrNoDaemon) {
 			return "", nil, err
 		}
+		serveProcs()
 		d, err := startDaemon(cfg, "run")
 		if errors.Is(err, control.ErrRunning) && attempt == 0 {
 			continue // one started meanwhile: use it

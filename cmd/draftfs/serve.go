@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,7 @@ func serve(mountDir string) error {
 	if err != nil {
 		return err
 	}
+	serveProcs()
 	// Subscribe before starting: a signal during start-up still ends the
 	// daemon cleanly.
 	sigs := make(chan os.Signal, 2)
@@ -102,4 +104,24 @@ func serve(mountDir string) error {
 	case <-d.Done():
 	}
 	return d.Close()
+}
+
+// serveProcs makes the Go code of a process that serves a mount run on
+// one CPU at a time, unless GOMAXPROCS says otherwise; call it before
+// the mount starts. A FUSE request is a round trip its caller waits
+// for, and with more than one P Go's scheduler hands requests between
+// threads on different CPUs: every wake-up of an idle CPU that causes
+// costs tens of µs in a virtual machine, several times what serving a
+// small request does. Measured on 2 CPUs (a Firecracker VM, state and
+// workspace on tmpfs): tar extracting 5,000 files took 0.8-1.1 s
+// instead of 1.8-2.0 s, four such tars at once 3.5-3.8 s instead of
+// 4.4-5.0 s, and cross-CPU wake-ups fell from 6.7 to 0.8 per file; the
+// cost is throughput when many readers miss the kernel's cache at once
+// (4 parallel cats of 100,000 files after dropping caches: 1.47 s
+// instead of 1.20 s). Warm workloads (git status, ripgrep, find, du)
+// did not change.
+func serveProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
