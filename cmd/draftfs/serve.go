@@ -117,8 +117,8 @@ func serve(mountDir string) error {
 // instead of 1.8-2.0 s, four such tars at once 3.5-3.8 s instead of
 // 4.4-5.0 s, and cross-CPU wake-ups fell from 6.7 to 0.8 per file; the
 // cost is throughput when many readers miss the kernel's cache at once
-// (4 parallel cats of 100,000 files after dropping caches: 1.47 s
-// instead of 1.20 s). Warm workloads (git status, ripgrep, find, du)
+// (4 parallel cats of 100,000 files after dropping caches: 1.30 s
+// instead of 1.14 s). Warm workloads (git status, ripgrep, find, du)
 // did not change.
 func serveProcs() {
 	if os.Getenv("GOMAXPROCS") == "" {
