@@ -106,9 +106,10 @@ func serve(mountDir string) error {
 	return d.Close()
 }
 
-// serveProcs makes the Go code of a process that serves a mount run on
-// one CPU at a time, unless GOMAXPROCS says otherwise; call it before
-// the mount starts. A FUSE request is a round trip its caller waits
+// serveProcs makes the Go code of a process that serves mounts (a
+// daemon mounts when started with one or when draftfs run asks) run on
+// one CPU at a time, unless GOMAXPROCS says otherwise; call it before a
+// mount starts. A FUSE request is a round trip its caller waits
 // for, and with more than one P Go's scheduler hands requests between
 // threads on different CPUs: every wake-up of an idle CPU that causes
 // costs tens of µs in a virtual machine, several times what serving a
