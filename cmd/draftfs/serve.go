@@ -115,7 +115,7 @@ func serve(mountDir string) error {
 // costs tens of µs in a virtual machine, several times what serving a
 // small request does. Measured on 2 CPUs (a Firecracker VM, state and
 // workspace on tmpfs): tar extracting 5,000 files took 0.8-1.1 s
-// instead of 1.8-2.0 s, four such tars at once 3.5-3.8 s instead of
+// instead of 1.8-2.0 s, four such tars at once 3.4-3.8 s instead of
 // 4.4-5.0 s, and cross-CPU wake-ups fell from 6.7 to 0.8 per file; the
 // cost is throughput when many readers miss the kernel's cache at once
 // (4 parallel cats of 100,000 files after dropping caches: 1.30 s
