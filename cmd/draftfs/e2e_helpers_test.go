@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // other users run the test binary from here too
 	bin = filepath.Join(dir, "draftfs")
-	args := []string{"build", "-o", bin}
+	// -buildvcs=auto: the binary names its revision (TestVersion) even
+	// where GOFLAGS turns stamping off.
+	args := []string{"build", "-buildvcs=auto", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

@@ -150,9 +150,42 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// version says which draftfs this is: the module version (a tag when
+// installed with go install ...@vX, else "(devel)") and the VCS revision
+// the binary was built from, with its commit time and "modified" when
+// the checkout had uncommitted changes, so a bug report names the code.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
 	}
-	return "(devel)"
+	return versionOf(bi)
+}
+
+// versionOf spells version() from build information.
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		return v + " (no VCS revision: built outside a checkout, or with -buildvcs=false)"
+	}
+	if at != "" {
+		at = " of " + at
+	}
+	return fmt.Sprintf("%s (revision %s%s%s)", v, rev, at, modified)
 }
