@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -500,7 +501,7 @@ func (s *Server) replace(n *node) {
 func (s *Server) fill(out *fuse.Attr, fi fs.FileInfo) {
 	out.Ino = inoOf(fi)
 	out.Size = uint64(fi.Size())
-	out.Mode = unixMode(fi.Mode())
+	out.Mode = beneath.UnixMode(fi.Mode())
 	out.Blksize = 4096
 	mtime := fi.ModTime()
 	atime, ctime := mtime, mtime
@@ -554,32 +555,5 @@ func typeOf(m fs.FileMode) uint32 {
 	return syscall.S_IFREG
 }
 
-// unixMode is m as st_mode.
-func unixMode(m fs.FileMode) uint32 {
-	mode := typeOf(m) | uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		mode |= syscall.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		mode |= syscall.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		mode |= syscall.S_ISVTX
-	}
-	return mode
-}
-
 // fileMode is the permission bits of a mode from the kernel.
-func fileMode(mode uint32) fs.FileMode {
-	m := fs.FileMode(mode & 0o777)
-	if mode&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if mode&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if mode&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
+func fileMode(mode uint32) fs.FileMode { return beneath.FileMode(mode & 0o7777) }

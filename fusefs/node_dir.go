@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -253,7 +254,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 			continue // removed since the listing was read
 		}
 		h.last = fi
-		return &fuse.DirEntry{Name: fi.Name(), Mode: unixMode(fi.Mode()), Ino: inoOf(fi), Off: uint64(pos + 1)}, 0
+		return &fuse.DirEntry{Name: fi.Name(), Mode: beneath.UnixMode(fi.Mode()), Ino: inoOf(fi), Off: uint64(pos + 1)}, 0
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 )
 
 // CommitOptions choose what a commit applies and how.
@@ -60,15 +59,20 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 		d.mu.Unlock()
 		return nil, err
 	}
-	res.Conflicts = conflicts
+	linked := d.linkedParentsLocked(chosen)
+	res.Conflicts = withConflicts(conflicts, linked)
 	res.Merged = sortedKeys(merged)
 	if len(chosen) == 0 || opts.DryRun {
 		d.mu.Unlock()
 		return res, nil
 	}
-	if len(conflicts) > 0 && !opts.Force {
+	if len(linked) > 0 {
 		d.mu.Unlock()
-		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(conflicts), ErrConflict)
+		return res, fmt.Errorf("overlay: commit refused, %d path(s) below a directory that is a symlink on disk now, nothing written: %w", len(linked), ErrConflict)
+	}
+	if len(res.Conflicts) > 0 && !opts.Force {
+		d.mu.Unlock()
+		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(res.Conflicts), ErrConflict)
 	}
 	rec, err := d.prepareLocked(chosen, merged, opts.Source)
 	if err != nil {
@@ -284,7 +288,7 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 		}
 		for k, v := range op.Xattr {
 			if d.w.osDisk {
-				if err := unix.Lsetxattr(d.w.Abs(op.Path), k, v, 0); err != nil {
+				if err := d.w.dir.Setxattr(op.Path, k, v); err != nil {
 					return fmt.Errorf("set %s: %w", k, err)
 				}
 			}
@@ -355,16 +359,16 @@ func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, src i
 // disk layer cannot link, a copy.
 func (d *Draft) linkDisk(rec *commitRecord, op *commitOp) error {
 	if d.w.osDisk {
-		tmp := d.w.Abs(tempName(rec, op.Path))
-		os.Remove(tmp)
-		if err := os.Link(d.w.Abs(op.From), tmp); err != nil {
+		tmp := tempName(rec, op.Path)
+		d.w.dir.Remove(tmp)
+		if err := d.w.dir.Link(op.From, tmp); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, d.w.Abs(op.Path)); err != nil {
-			os.Remove(tmp)
+		if err := d.w.dir.Rename(tmp, op.Path); err != nil {
+			d.w.dir.Remove(tmp)
 			return err
 		}
-		b, err := os.ReadFile(d.w.Abs(op.Path))
+		b, err := afero.ReadFile(d.w.disk, diskName(op.Path))
 		op.Hash = hashBytes(b)
 		return err
 	}

@@ -318,3 +318,69 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 	}
 	return nil
 }
+
+// linkedParentsLocked finds chosen paths a parent of which is a symlink
+// on disk now (the user or an earlier commit put it there): the draft
+// wrote below a directory, and applying that through the link would
+// write or remove outside it, perhaps outside the workspace. These
+// refuse the commit even with --force. A parent the commit itself makes
+// a directory again is no obstacle. Must be called with d.mu held.
+func (d *Draft) linkedParentsLocked(chosen map[string]*entry) []Conflict {
+	isLink := map[string]bool{}
+	linked := func(p string) string {
+		for i := 0; i < len(p); i++ {
+			if p[i] != '/' {
+				continue
+			}
+			q := p[:i]
+			if e, ok := chosen[q]; ok && e.Kind == kindDir && (e.Opaque || e.Base == nil || !e.Base.Exists || e.Base.Kind != kindDir) {
+				return "" // the commit makes q a directory first
+			}
+			link, seen := isLink[q]
+			if !seen {
+				fi, err := lstatDisk(d.w.disk, q)
+				link = err == nil && fi.Mode()&fs.ModeSymlink != 0
+				isLink[q] = link
+				if err != nil {
+					return "" // nothing below q on disk to go through
+				}
+			}
+			if link {
+				return q
+			}
+		}
+		return ""
+	}
+	var out []Conflict
+	for _, k := range sortedKeys(chosen) {
+		e := chosen[k]
+		q := linked(k)
+		if q == "" && e.Origin != "" {
+			q = linked(e.Origin)
+		}
+		if q != "" {
+			out = append(out, Conflict{k, fmt.Sprintf("its parent %s is a symlink on disk now; committing would go through it (--force does not: make %s a directory again, or discard %s)", q, q, k)})
+		}
+	}
+	return out
+}
+
+// withConflicts adds more to conflicts, sorted by path; more replaces
+// what conflicts says about the same path.
+func withConflicts(conflicts, more []Conflict) []Conflict {
+	if len(more) == 0 {
+		return conflicts
+	}
+	replaced := map[string]bool{}
+	for _, c := range more {
+		replaced[c.Path] = true
+	}
+	out := append([]Conflict{}, more...)
+	for _, c := range conflicts {
+		if !replaced[c.Path] {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -128,46 +127,19 @@ func (d *Draft) bufferAbove(lowerPath string) bool {
 }
 
 // diskLstat stats a disk path without following a final symlink. On the
-// OS disk layer it calls the OS directly: keys are clean, so the path
-// needs none of afero.BasePathFs's checks, and this is the hot path.
+// OS disk layer it resolves the path beneath the workspace directory,
+// following no symlink on the way (see [beneath]).
 func (d *Draft) diskLstat(p string) (fs.FileInfo, error) {
 	if d.w.osDisk {
-		return os.Lstat(d.osPath(p))
+		return d.w.dir.Lstat(p)
 	}
 	return lstatDisk(d.w.disk, p)
 }
 
-// osPath is the OS path of a clean key on the OS disk layer.
-func (d *Draft) osPath(key string) string {
-	if key == "" {
-		return d.w.root
-	}
-	return d.w.root + string(filepath.Separator) + filepath.FromSlash(key)
-}
-
-// diskOpen opens a disk path for reading, as diskLstat does.
+// diskOpen opens a disk path beneath the workspace, following no
+// symlink, not even a final one (ELOOP): the merged view resolves
+// symlinks itself.
 func (d *Draft) diskOpen(p string, flag int) (afero.File, error) {
-	if d.w.osDisk && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE) == 0 {
-		// A read-only open, the hot path: open(2) and os.NewFile cost two
-		// system calls where os.OpenFile, which tries the poller first,
-		// costs four.
-		path := d.osPath(p)
-		fd, err := syscall.Open(path, flag|syscall.O_CLOEXEC, 0)
-		for err == syscall.EINTR {
-			fd, err = syscall.Open(path, flag|syscall.O_CLOEXEC, 0)
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
-	if d.w.osDisk {
-		f, err := os.OpenFile(d.osPath(p), flag, 0)
-		if err != nil {
-			return nil, err // not a nil *os.File in an interface
-		}
-		return f, nil
-	}
 	return d.w.disk.OpenFile(diskName(p), flag, 0)
 }
 

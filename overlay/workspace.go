@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/buffers"
 )
 
@@ -41,6 +42,10 @@ type Workspace struct {
 	stateDir string   // read only
 	disk     afero.Fs // read only
 	osDisk   bool     // read only: disk is the OS file system at root
+	// dir is the workspace directory when osDisk: every disk operation
+	// resolves its path beneath it, following no symlink, so neither a
+	// draft nor a swap on disk can make draftfs read or write outside.
+	dir      *beneath.Root // read only
 	bufs     *buffers.Set
 	feed     feed
 	stopBufs func()
@@ -78,12 +83,21 @@ func Open(opts Options) (*Workspace, error) {
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("overlay: workspace %s is not a directory", root)
 		}
-		opts.Disk = rootedOsFs{afero.NewBasePathFs(afero.NewOsFs(), root).(*afero.BasePathFs)}
+	}
+	var dir *beneath.Root
+	if osDisk {
+		if dir, err = beneath.OpenRoot(root); err != nil {
+			return nil, fmt.Errorf("overlay: workspace: %w", err)
+		}
+		opts.Disk = beneath.FS{R: dir}
 	}
 	if opts.StateDir == "" {
 		return nil, fmt.Errorf("overlay: no state directory given")
 	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		if dir != nil {
+			dir.Close()
+		}
 		return nil, fmt.Errorf("overlay: state directory: %w", err)
 	}
 	if opts.Buffers == nil {
@@ -94,6 +108,7 @@ func Open(opts Options) (*Workspace, error) {
 		stateDir: opts.StateDir,
 		disk:     opts.Disk,
 		osDisk:   osDisk,
+		dir:      dir,
 		bufs:     opts.Buffers,
 		drafts:   map[string]*Draft{},
 	}
@@ -104,6 +119,9 @@ func Open(opts Options) (*Workspace, error) {
 		w.watcher, err = newWatcher(w)
 		if err != nil {
 			w.stopBufs()
+			if dir != nil {
+				dir.Close()
+			}
 			return nil, err
 		}
 	}
@@ -195,18 +213,8 @@ func (w *Workspace) Close() error {
 			first = err
 		}
 	}
-	return first
-}
-
-// rootedOsFs is the disk layer on the OS: afero's BasePathFs, except that a
-// symlink's target is kept as given (BasePathFs makes it absolute).
-type rootedOsFs struct{ *afero.BasePathFs }
-
-// SymlinkIfPossible implements afero.Linker.
-func (o rootedOsFs) SymlinkIfPossible(target, newname string) error {
-	p, err := o.RealPath(newname)
-	if err != nil {
-		return &os.LinkError{Op: "symlink", Old: target, New: newname, Err: err}
+	if w.dir != nil {
+		w.dir.Close()
 	}
-	return os.Symlink(target, p)
+	return first
 }

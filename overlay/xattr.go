@@ -151,15 +151,14 @@ func (d *Draft) lowerXattrs(key, lower string) (map[string][]byte, error) {
 	if !d.w.osDisk {
 		return out, nil
 	}
-	p := d.w.Abs(lower)
 	buf := make([]byte, 4096)
-	n, err := unix.Llistxattr(p, buf)
+	n, err := d.w.dir.Listxattr(lower, buf)
 	if errors.Is(err, unix.ERANGE) {
-		sz, _ := unix.Llistxattr(p, nil)
+		sz, _ := d.w.dir.Listxattr(lower, nil)
 		buf = make([]byte, sz)
-		n, err = unix.Llistxattr(p, buf)
+		n, err = d.w.dir.Listxattr(lower, buf)
 	}
-	if errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOENT) {
+	if errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ELOOP) {
 		// No attributes: the file system has none, or the file exists
 		// only as an editor buffer.
 		return out, nil
@@ -171,12 +170,12 @@ func (d *Draft) lowerXattrs(key, lower string) (map[string][]byte, error) {
 		if !strings.HasPrefix(a, xattrUser) {
 			continue
 		}
-		sz, err := unix.Lgetxattr(p, a, nil)
+		sz, err := d.w.dir.Getxattr(lower, a, nil)
 		if err != nil {
 			continue
 		}
 		v := make([]byte, sz)
-		if sz, err = unix.Lgetxattr(p, a, v); err == nil {
+		if sz, err = d.w.dir.Getxattr(lower, a, v); err == nil {
 			out[a] = v[:sz]
 		}
 	}

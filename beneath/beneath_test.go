@@ -1,0 +1,85 @@
+package beneath
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// Both resolvers, openat2 and the O_NOFOLLOW walk, refuse every way out.
+func TestRootRefusesWaysOut(t *testing.T) {
+	for _, walkOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "openat2", true: "walk"}[walkOnly], func(t *testing.T) {
+			if walkOnly {
+				noOpenat2.Store(true)
+				t.Cleanup(func() { noOpenat2.Store(false) })
+			}
+			top := t.TempDir()
+			out := filepath.Join(top, "out")
+			ws := filepath.Join(top, "ws")
+			for _, d := range []string{out, filepath.Join(ws, "dir")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(out, "secret"), []byte("s"), 0o644)
+			os.WriteFile(filepath.Join(ws, "dir", "f"), []byte("f"), 0o644)
+			os.Symlink(out, filepath.Join(ws, "abs"))
+			os.Symlink("../out", filepath.Join(ws, "rel"))
+			os.Symlink("dir", filepath.Join(ws, "inside"))
+			r, err := OpenRoot(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			for _, k := range []string{"abs/secret", "rel/secret", "inside/f", "abs"} {
+				if f, err := r.Open(k, os.O_RDONLY, 0); err == nil {
+					f.Close()
+					t.Errorf("open %s: no error", k)
+				}
+			}
+			for _, k := range []string{"abs/x", "inside/x"} {
+				if _, err := r.Open(k, os.O_CREATE|os.O_WRONLY, 0o644); !errors.Is(err, syscall.ELOOP) && !errors.Is(err, syscall.EXDEV) {
+					t.Errorf("create %s: %v, want ELOOP", k, err)
+				}
+			}
+			if fi, err := r.Lstat("abs"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("lstat of a final symlink: %v %v", fi, err)
+			}
+			if err := r.Chmod("abs", 0o700); !errors.Is(err, syscall.ELOOP) {
+				t.Errorf("chmod of a symlink: %v, want ELOOP", err)
+			}
+			if err := r.RemoveAll("abs"); err != nil {
+				t.Errorf("removeall of a symlink: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(out, "secret")); err != nil {
+				t.Errorf("removeall of a symlink removed its target's content: %v", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "dir", "f")); err != nil || string(b) != "f" {
+				t.Errorf("dir/f: %q %v", b, err)
+			}
+			if err := r.MkdirAll("a/b/c", 0o755); err != nil {
+				t.Errorf("mkdirall: %v", err)
+			}
+			if err := r.MkdirAll("rel/b", 0o755); !errors.Is(err, syscall.ELOOP) && !errors.Is(err, syscall.ENOTDIR) {
+				t.Errorf("mkdirall through a symlink: %v", err)
+			}
+		})
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/a/b", "/a", true}, {"/a", "/a", true}, {"/ab", "/a", false},
+		{"/x", "/", true}, {"a/b", "", true}, {"a", "a/b", false},
+	} {
+		if got := Within(c.p, c.dir); got != c.want {
+			t.Errorf("Within(%q, %q) = %v", c.p, c.dir, got)
+		}
+	}
+}
