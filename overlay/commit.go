@@ -43,6 +43,14 @@ type CommitResult struct {
 // commit (ErrConflict, nothing written) unless opts.Force. What the
 // commit overwrites or removes is kept for [Draft.Undo].
 func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
+	res, err := d.commit(opts)
+	if res != nil {
+		d.markIgnored(res.Applied)
+	}
+	return res, err
+}
+
+func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	d.commitMu.Lock()
 	defer d.commitMu.Unlock()
 	d.mu.Lock()
@@ -54,7 +62,8 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 		return nil, err
 	}
 	res.Applied = status
-	merged, conflicts, err := d.checkLocked(chosen)
+	noop := d.noopLocked(chosen)
+	merged, conflicts, err := d.checkLocked(chosen, noop)
 	if err != nil {
 		d.mu.Unlock()
 		return nil, err
@@ -66,6 +75,17 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 		d.mu.Unlock()
 		return res, nil
 	}
+	if len(status) == 0 && len(linked) == 0 {
+		// Only entries that change nothing (see same): drop them, so
+		// the view shows what the user has, and write nothing.
+		publish, err := d.dropLocked(sortedKeys(chosen), opts.Source)
+		d.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		publish()
+		return res, nil
+	}
 	if len(linked) > 0 {
 		d.mu.Unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d path(s) below a directory that is a symlink on disk now, nothing written: %w", len(linked), ErrConflict)
@@ -74,7 +94,7 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 		d.mu.Unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(res.Conflicts), ErrConflict)
 	}
-	rec, err := d.prepareLocked(chosen, merged, opts.Source)
+	rec, err := d.prepareLocked(chosen, merged, noop, opts.Source)
 	if err != nil {
 		d.mu.Unlock()
 		return nil, err
@@ -97,7 +117,7 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 // d.mu held.
 func (d *Draft) statusOf(chosen map[string]*entry) ([]StatusEntry, error) {
 	out := []StatusEntry{}
-	for _, it := range d.items() {
+	for _, it := range d.changesLocked() {
 		if _, ok := chosen[it.key]; !ok {
 			continue
 		}
@@ -118,7 +138,7 @@ func (d *Draft) undoDir(id uint64) string {
 // prepareLocked writes the commit's journal, backups and undo copies of
 // the entries; nothing on disk is touched yet. Must be called with d.mu
 // held.
-func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, src Source) (*commitRecord, error) {
+func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, noop map[string]bool, src Source) (*commitRecord, error) {
 	id, err := d.st.nextCommitID()
 	if err != nil {
 		return nil, fmt.Errorf("overlay: commit: %w", err)
@@ -158,7 +178,7 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 			}
 		}
 	}
-	if err := d.planLocked(rec, chosen, merged); err != nil {
+	if err := d.planLocked(rec, chosen, merged, noop); err != nil {
 		return nil, err
 	}
 	if err := d.st.write(&txn{commits: map[uint64]*commitRecord{id: rec}}); err != nil {

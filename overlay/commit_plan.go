@@ -142,13 +142,17 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 	return chosen
 }
 
-// checkLocked finds conflicts among chosen entries and computes clean
-// 3-way merges. Must be called with d.mu held.
-func (d *Draft) checkLocked(chosen map[string]*entry) (map[string][]byte, []Conflict, error) {
+// checkLocked finds conflicts among chosen entries, but those in noop
+// (they change nothing), and computes clean 3-way merges. Must be called
+// with d.mu held.
+func (d *Draft) checkLocked(chosen map[string]*entry, noop map[string]bool) (map[string][]byte, []Conflict, error) {
 	merged := map[string][]byte{}
 	var conflicts []Conflict
 	for _, k := range sortedKeys(chosen) {
 		e := chosen[k]
+		if noop[k] {
+			continue
+		}
 		changed, err := d.baseChanged(e.Base)
 		if err != nil {
 			return nil, nil, err
@@ -215,8 +219,18 @@ func (d *Draft) mergeLocked(key string, e *entry) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if isGitIndex(e.Base.Path) {
+		m, ok, err := mergeIndex(d.gitDirOf(e.Base.Path), base, ours, theirs)
+		if err == nil && ok {
+			return "", m, nil
+		}
+		return "you and the agent staged different content for the same paths in git's index (your git add and the agent's); keep your staging with draftfs discard " + key + " (the agent's commits stay in the draft)", nil, nil
+	}
 	m, ok := textmerge.Merge(base, ours, theirs)
-	if !ok {
+	switch {
+	case !ok && (textmerge.IsBinary(base) || textmerge.IsBinary(ours) || textmerge.IsBinary(theirs)):
+		return "you and the draft both changed this binary file, which cannot be merged", nil, nil
+	case !ok:
 		return "you and the draft changed the same lines", nil, nil
 	}
 	return "", m, nil
@@ -237,9 +251,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// planLocked turns chosen entries into ops. Must be called with d.mu
-// held.
-func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged map[string][]byte) error {
+// planLocked turns chosen entries into ops; those in noop change nothing
+// and get none (the commit still drops them from the draft). Must be
+// called with d.mu held.
+func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged map[string][]byte, noop map[string]bool) error {
 	// Phase A: the lower objects renames move, deepest first.
 	staged := map[string]string{} // entry key → staging key
 	var moving []string
@@ -266,6 +281,9 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 	written := map[uint64]string{} // inode → first path written
 	for _, k := range sortedKeys(chosen) {
 		e := chosen[k]
+		if noop[k] {
+			continue
+		}
 		var n *inode
 		if e.Ino != 0 {
 			n = d.inodes[e.Ino]

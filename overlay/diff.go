@@ -19,32 +19,52 @@ type FileDiff struct {
 	Deleted int    `json:"deleted"`
 	// Patch is the git-style unified diff, headers included.
 	Patch string `json:"patch"`
+	// Ignored: git ignores the path (see StatusEntry); without
+	// DiffOptions.Ignored its Patch is left out.
+	Ignored bool `json:"ignored,omitempty"`
+}
+
+// DiffOptions choose what Diff reports.
+type DiffOptions struct {
+	Keys []string // below these paths (nil: all)
+	// Ignored: give the patches of what git ignores too.
+	Ignored bool
 }
 
 // Diff returns the draft's changes below keys (all when none) as
-// git-style unified diffs, sorted by path.
+// git-style unified diffs, sorted by path, ignored paths included.
 func (d *Draft) Diff(keys ...string) ([]FileDiff, error) {
+	return d.DiffWith(DiffOptions{Keys: keys, Ignored: true})
+}
+
+// DiffWith is Diff with options.
+func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
+	keys := opts.Keys
 	if len(keys) == 0 {
 		keys = nil
 	}
-	d.mu.RLock()
-	items := d.items()
-	inodes := map[uint64]inode{}
-	for _, it := range items {
-		if it.e.Ino != 0 {
-			inodes[it.e.Ino] = *d.inodes[it.e.Ino]
-		}
-	}
-	d.mu.RUnlock()
-	var out []FileDiff
+	items, inodes := d.changes()
+	var chosen []item
+	var st []StatusEntry
 	for _, it := range items {
 		if !it.selected(keys) || it.e.Kind == kindDir {
+			continue
+		}
+		chosen = append(chosen, it)
+		st = append(st, StatusEntry{Path: it.key})
+	}
+	d.markIgnored(st)
+	var out []FileDiff
+	for i, it := range chosen {
+		if st[i].Ignored && !opts.Ignored {
+			out = append(out, FileDiff{Path: it.key, From: it.from, Change: it.change, Ignored: true})
 			continue
 		}
 		fd, err := d.fileDiff(it, inodes[it.e.Ino])
 		if err != nil {
 			return nil, err
 		}
+		fd.Ignored = st[i].Ignored
 		out = append(out, fd)
 	}
 	return out, nil

@@ -13,22 +13,34 @@ func (d *Draft) Discard(keys []string, src Source) ([]string, error) {
 		d.mu.Unlock()
 		return dropped, nil
 	}
-	t := &txn{}
-	for _, k := range dropped {
-		t.putEntry(k, nil)
-	}
-	t.addLog(LogEntry{Op: "discard", Paths: dropped, Source: src})
-	err := d.finish(t)
+	publish, err := d.dropLocked(dropped, src)
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	changes := make([]Change, 0, len(dropped))
-	for _, k := range dropped {
-		changes = append(changes, Change{Draft: d.name, Path: k, Kind: ChangeDiscard, Source: src})
-	}
-	d.w.feed.publish(changes...)
+	publish()
 	return dropped, nil
+}
+
+// dropLocked removes the entries at keys, logged as a discard, and
+// returns what tells the views, to call once d.mu is released. Must be
+// called with d.mu held.
+func (d *Draft) dropLocked(keys []string, src Source) (publish func(), err error) {
+	t := &txn{}
+	for _, k := range keys {
+		t.putEntry(k, nil)
+	}
+	t.addLog(LogEntry{Op: "discard", Paths: keys, Source: src})
+	if err := d.finish(t); err != nil {
+		return nil, err
+	}
+	return func() {
+		changes := make([]Change, 0, len(keys))
+		for _, k := range keys {
+			changes = append(changes, Change{Draft: d.name, Path: k, Kind: ChangeDiscard, Source: src})
+		}
+		d.w.feed.publish(changes...)
+	}, nil
 }
 
 // Log returns the draft's history, oldest first.

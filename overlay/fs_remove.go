@@ -211,18 +211,25 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error {
 	n := *d.inodes[ino]
 	changed := false
+	op := "touch" // what the log calls the change: the strongest kind in it
+	if a.Uid != nil || a.Gid != nil {
+		owner := (a.Uid != nil && *a.Uid != n.Uid) || (a.Gid != nil && *a.Gid != n.Gid)
+		if owner {
+			changed, op = true, "chown"
+		}
+		if a.Uid != nil {
+			n.Uid = *a.Uid
+		}
+		if a.Gid != nil {
+			n.Gid = *a.Gid
+		}
+	}
 	if a.Mode != nil {
 		mode := n.Mode&^permBits | *a.Mode&permBits
-		changed = changed || mode != n.Mode
+		if mode != n.Mode {
+			changed, op = true, "chmod"
+		}
 		n.Mode = mode
-	}
-	if a.Uid != nil {
-		changed = changed || *a.Uid != n.Uid
-		n.Uid = *a.Uid
-	}
-	if a.Gid != nil {
-		changed = changed || *a.Gid != n.Gid
-		n.Gid = *a.Gid
 	}
 	if n.Data {
 		if a.Size != nil {
@@ -244,7 +251,7 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 	}
 	t := &txn{}
 	t.putInode(ino, &n)
-	t.addLog(LogEntry{Op: "chmod", Path: key, Source: src})
+	t.addLog(LogEntry{Op: op, Path: key, Source: src})
 	return d.finish(t)
 }
 

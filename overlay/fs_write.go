@@ -324,7 +324,8 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 	}
 	t.putEntry(key, e)
 	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x})
-	t.addLog(LogEntry{Op: "chmod", Path: key, Source: src})
+	// No log line of its own: the change that needed the copy logs
+	// itself (chmod, chown, xattr).
 	return ino, d.finish(t)
 }
 

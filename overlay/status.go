@@ -21,6 +21,11 @@ type StatusEntry struct {
 	Change   string `json:"change"`
 	From     string `json:"from,omitempty"`
 	Conflict bool   `json:"conflict"`
+	// Ignored: git ignores the path (or it is in a .git directory), so
+	// review folds it into Fold, the topmost ignored directory ("dir/")
+	// or the path itself.
+	Ignored bool   `json:"ignored,omitempty"`
+	Fold    string `json:"fold,omitempty"`
 }
 
 // Letter is the one-letter code of the change (M, A, D, R), or C when the
@@ -140,9 +145,7 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 	if len(keys) == 0 {
 		keys = nil
 	}
-	d.mu.RLock()
-	items := d.items()
-	d.mu.RUnlock()
+	items, _ := d.changes()
 	out := []StatusEntry{}
 	for _, it := range items {
 		if !it.selected(keys) {
@@ -154,6 +157,7 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 		}
 		out = append(out, s)
 	}
+	d.markIgnored(out)
 	return out, nil
 }
 

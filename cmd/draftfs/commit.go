@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +18,11 @@ var (
 	flagCommitDryRun bool
 	flagCommitForce  bool
 	flagCommitJSON   bool
+	flagCommitSkipIg bool
 )
 
 var commitCmd = &cobra.Command{
-	Use:   "commit [--dry-run] [--force] [--json] [PATH...]",
+	Use:   "commit [--dry-run] [--force] [--skip-ignored] [--json] [PATH...]",
 	Short: "Write the draft's changes to disk",
 	Long: `Applies the draft's changes (all, or below each PATH) to the workspace on
 disk: each file atomically (a temporary file renamed over it, its mode
@@ -36,8 +38,13 @@ the status is 1. Resolve each one by editing the draft through the mount,
 dropping the agent's change with draftfs discard PATH, or letting the
 draft win with --force.
 
+What git ignores (.venv/, node_modules/, git's own .git/) is committed
+too, folded in the report as in draftfs status; --skip-ignored leaves it
+in the draft. A change that changes nothing (a touch, a rewrite with the
+same content) is not committed; the draft forgets it.
+
 --dry-run reports what a commit would do (status 1 if it would be
-refused). --json prints the report as JSON: {"id", "applied": [status
+refused), with a count of each kind of change. --json prints the report as JSON: {"id", "applied": [status
 entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 	Example: `  draftfs commit
   draftfs commit src/ README.md
@@ -58,6 +65,7 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 		}
 		res, err := s.Commit(control.CommitParams{
 			Draft: s.cfg.draft, Paths: paths, Force: flagCommitForce, DryRun: flagCommitDryRun,
+			SkipIgnored: flagCommitSkipIg,
 		}, onProgress)
 		prog.finish()
 		refused := errors.Is(err, overlay.ErrConflict) && res != nil
@@ -86,25 +94,55 @@ func init() {
 	f.BoolVarP(&flagCommitDryRun, "dry-run", "n", false, "report what would be committed, change nothing")
 	f.BoolVar(&flagCommitForce, "force", false, "commit conflicting paths too: the draft wins")
 	f.BoolVar(&flagCommitJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&flagCommitSkipIg, "skip-ignored", false, "leave what git ignores (and .git/) in the draft")
 	root.AddCommand(commitCmd)
 }
 
 // printCommit reports a commit or dry run.
 func printCommit(w io.Writer, res *overlay.CommitResult) {
 	if len(res.Applied) == 0 {
-		fmt.Fprintln(w, "nothing to commit: the draft is empty")
+		fmt.Fprintln(w, "nothing to commit: the draft changes nothing")
 		return
 	}
-	printStatus(w, res.Applied)
+	printStatus(w, res.Applied, false)
 	for _, m := range res.Merged {
 		fmt.Fprintf(w, "merged %s: your changes and the draft's were combined\n", m)
 	}
 	n := len(res.Applied)
 	if res.DryRun {
-		fmt.Fprintf(w, "would commit %d %s\n", n, plural(n, "change", "changes"))
+		fmt.Fprintf(w, "would commit %s %s (%s)\n", thousands(n), plural(n, "change", "changes"), summary(res))
 		return
 	}
-	fmt.Fprintf(w, "committed %d %s as commit %d; draftfs undo reverts it\n", n, plural(n, "change", "changes"), res.ID)
+	fmt.Fprintf(w, "committed %s %s (%s) as commit %d; draftfs undo reverts it\n", thousands(n), plural(n, "change", "changes"), summary(res), res.ID)
+}
+
+// summary counts a commit's changes by kind: "3 modified, 1,479 added
+// (1,479 ignored by git), 1 merged".
+func summary(res *overlay.CommitResult) string {
+	count := map[string]int{}
+	ignored := 0
+	for _, e := range res.Applied {
+		count[e.Change]++
+		if e.Ignored {
+			ignored++
+		}
+	}
+	var parts []string
+	for _, k := range []string{overlay.StatusModified, overlay.StatusAdded, overlay.StatusDeleted, overlay.StatusRenamed} {
+		if count[k] > 0 {
+			parts = append(parts, thousands(count[k])+" "+k)
+		}
+	}
+	if len(res.Merged) > 0 {
+		parts = append(parts, thousands(len(res.Merged))+" merged")
+	}
+	if len(res.Conflicts) > 0 {
+		parts = append(parts, thousands(len(res.Conflicts))+" in conflict")
+	}
+	if ignored > 0 {
+		parts = append(parts, thousands(ignored)+" of them ignored by git")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printRefusal explains a commit refused for conflicts and how to

@@ -14,17 +14,21 @@ import (
 )
 
 var (
-	flagDiffStat  bool
-	flagDiffColor string
+	flagDiffStat    bool
+	flagDiffColor   string
+	flagDiffIgnored bool
 )
 
 var diffCmd = &cobra.Command{
-	Use:   "diff [--stat] [--color=auto|always|never] [PATH...]",
+	Use:   "diff [--stat] [--ignored] [--color=auto|always|never] [PATH...]",
 	Short: "Show the draft's changes as a unified diff",
 	Long: `Shows the draft's changes (all, or below each PATH) as a unified diff with
 git-style headers (--- a/path, +++ b/path), from what you have now (the
 editor buffer if one is open, else the disk) to the draft. A binary file
 is reported as "Binary files a/path and b/path differ".
+
+Changes to what git ignores (.venv/, node_modules/, build output, git's
+own .git/) are left out, with a note on stderr; --ignored shows them.
 
 --stat prints a diffstat instead. Colour is used on a terminal
 (--color=auto, unless NO_COLOR is set), always, or never.`,
@@ -49,9 +53,23 @@ is reported as "Binary files a/path and b/path differ".
 			return err
 		}
 		defer s.close()
-		diffs, err := s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths})
+		diffs, err := s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths, Ignored: flagDiffIgnored})
 		if err != nil {
 			return err
+		}
+		shown := diffs[:0]
+		hidden := 0
+		for _, d := range diffs {
+			if d.Ignored && !flagDiffIgnored {
+				hidden++
+				continue
+			}
+			shown = append(shown, d)
+		}
+		diffs = shown
+		if hidden > 0 {
+			defer fmt.Fprintf(os.Stderr, "draftfs diff: %s %s to what git ignores not shown (draftfs status folds them; draftfs diff --ignored shows them)\n",
+				thousands(hidden), plural(hidden, "change", "changes"))
 		}
 		w := bufio.NewWriterSize(os.Stdout, 64<<10)
 		if flagDiffStat {
@@ -68,6 +86,7 @@ is reported as "Binary files a/path and b/path differ".
 func init() {
 	diffCmd.Flags().BoolVar(&flagDiffStat, "stat", false, "print a diffstat instead of the diff")
 	diffCmd.Flags().StringVar(&flagDiffColor, "color", "auto", "colour the output: auto, always or never")
+	diffCmd.Flags().BoolVar(&flagDiffIgnored, "ignored", false, "show changes to what git ignores (and .git/) too")
 	diffCmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(diffCmd)
 }

@@ -66,7 +66,7 @@ func TestLargeDraft(t *testing.T) {
 	if total, _ := strconv.Atoi(m[2]); total < largeDraft {
 		t.Fatalf("progress total %d", total)
 	}
-	if !strings.Contains(r.out, fmt.Sprintf("committed %d changes", largeDraft)) {
+	if !strings.Contains(r.out, "committed "+thousands(largeDraft)+" changes") {
 		t.Fatalf("commit: %.300s", r.out[max(0, len(r.out)-300):])
 	}
 	if got := f.disk("d42/f09942.txt"); got != "file 9942\n" {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +15,10 @@ import (
 	"github.com/draftfs/draftfs/protocol/control"
 )
 
-var flagStatusJSON bool
+var (
+	flagStatusJSON    bool
+	flagStatusIgnored bool
+)
 
 var statusCmd = &cobra.Command{
 	Use:   "status [--json] [PATH...]",
@@ -26,11 +32,23 @@ var statusCmd = &cobra.Command{
   C path          conflict: the file changed on disk or in an editor
                   since the agent first wrote it
 
-Directories end in "/". Prints nothing when the draft is empty. Paths
-are relative to the workspace's root.
+Directories end in "/". Prints nothing when the draft changes nothing:
+a file the draft holds with the type, mode, owner and content you have
+(or had when the agent started: a touch, a sed that matched nothing, a
+checkout back to the same text) is no change, for diff and commit too.
+Paths are relative to the workspace's root.
 
---json prints an array of {"path", "change", "from"?, "conflict"} with
-change one of modified, added, deleted, renamed.`,
+What git ignores (.gitignore files, .git/info/exclude, your global
+excludes) and git's own .git/ are folded, one line per ignored top
+directory: "A .venv/ (1,479 files, ignored)". A conflict in them is still
+listed on a line of its own. --ignored lists them path by path. Commit
+applies them too (draftfs commit --skip-ignored leaves them in the
+draft).
+
+--json prints an array of {"path", "change", "from"?, "conflict",
+"ignored"?, "fold"?} with change one of modified, added, deleted,
+renamed, every path listed; "fold" is the line an ignored path is folded
+into.`,
 	Example: `  draftfs status
   draftfs status src/
   draftfs status --json | jq -r '.[] | select(.conflict) | .path'`,
@@ -48,18 +66,23 @@ change one of modified, added, deleted, renamed.`,
 		if flagStatusJSON {
 			return printJSON(st)
 		}
-		printStatus(os.Stdout, st)
+		printStatus(os.Stdout, st, flagStatusIgnored)
 		return nil
 	},
 }
 
 func init() {
 	statusCmd.Flags().BoolVar(&flagStatusJSON, "json", false, "print JSON")
+	statusCmd.Flags().BoolVar(&flagStatusIgnored, "ignored", false, "list what git ignores path by path instead of folded")
 	root.AddCommand(statusCmd)
 }
 
-// printStatus prints status lines.
-func printStatus(w io.Writer, st []overlay.StatusEntry) {
+// printStatus prints status lines, what git ignores folded (one line per
+// fold, see foldIgnored) unless all.
+func printStatus(w io.Writer, st []overlay.StatusEntry, all bool) {
+	if !all {
+		st = foldIgnored(st)
+	}
 	for _, e := range st {
 		if e.From != "" {
 			fmt.Fprintf(w, "%s %s -> %s\n", e.Letter(), e.From, e.Path)
@@ -67,6 +90,68 @@ func printStatus(w io.Writer, st []overlay.StatusEntry) {
 			fmt.Fprintf(w, "%s %s\n", e.Letter(), e.Path)
 		}
 	}
+}
+
+// foldIgnored replaces the ignored entries of st by one entry per fold
+// (a directory like .venv/ or .git/), whose Path says how many files it
+// holds: "A .venv/ (1,479 files, ignored)". Its letter is the one its
+// entries share, else M. Conflicts stay on lines of their own: the user
+// has to see them.
+func foldIgnored(st []overlay.StatusEntry) []overlay.StatusEntry {
+	type fold struct {
+		at     int // index in out
+		change string
+		files  int
+	}
+	folds := map[string]*fold{}
+	var out []overlay.StatusEntry
+	for _, e := range st {
+		if !e.Ignored || e.Conflict {
+			out = append(out, e)
+			continue
+		}
+		f, ok := folds[e.Fold]
+		if !ok {
+			f = &fold{at: len(out), change: e.Change}
+			folds[e.Fold] = f
+			out = append(out, overlay.StatusEntry{Path: e.Fold, Ignored: true, Fold: e.Fold})
+		}
+		if f.change != e.Change {
+			f.change = overlay.StatusModified
+		}
+		if !strings.HasSuffix(e.Path, "/") {
+			f.files++
+		}
+	}
+	for name, f := range folds {
+		e := &out[f.at]
+		e.Change = f.change
+		switch {
+		case strings.HasSuffix(name, "/"):
+			e.Path = fmt.Sprintf("%s (%s %s, ignored)", name, thousands(f.files), plural(f.files, "file", "files"))
+		default:
+			e.Path = name + " (ignored)"
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return sortKey(out[i]) < sortKey(out[j]) })
+	return out
+}
+
+// sortKey orders folded and plain entries by path.
+func sortKey(e overlay.StatusEntry) string {
+	if e.Fold != "" && e.Ignored && strings.Contains(e.Path, " (") {
+		return e.Fold
+	}
+	return e.Path
+}
+
+// thousands spells n with commas: 1,479.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // printJSON prints v indented, as every --json output is.

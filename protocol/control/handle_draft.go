@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,11 +102,15 @@ func (cn *conn) status(_ context.Context, req *jsonrpc2.Request) (any, error) {
 }
 
 func (cn *conn) diff(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p PathsParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
 	d, keys, err := cn.pathsOf(req)
 	if err != nil {
 		return nil, err
 	}
-	diffs, err := d.Diff(keys...)
+	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored})
 	if diffs == nil && err == nil {
 		diffs = []overlay.FileDiff{}
 	}
@@ -151,6 +156,14 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := withChanges(d, keys); err != nil {
 		return nil, err
 	}
+	if p.SkipIgnored {
+		if keys, err = notIgnored(d, keys); err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 {
+			return &overlay.CommitResult{DryRun: p.DryRun, Applied: []overlay.StatusEntry{}}, nil
+		}
+	}
 	opts := overlay.CommitOptions{Keys: keys, Force: p.Force, DryRun: p.DryRun, Source: src}
 	if len(keys) == 0 {
 		opts.Keys = nil
@@ -167,6 +180,22 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// notIgnored narrows keys (none: the whole draft) to the changes below
+// them that git does not ignore.
+func notIgnored(d *overlay.Draft, keys []string) ([]string, error) {
+	st, err := d.Status(keys...)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, s := range st {
+		if !s.Ignored {
+			out = append(out, strings.TrimSuffix(s.Path, "/"))
+		}
+	}
+	return out, nil
 }
 
 // reportProgress makes a commit send draft/commitProgress to this

@@ -101,6 +101,8 @@ type SourceParams struct {
 type PathsParams struct {
 	Draft string   `json:"draft,omitempty"`
 	Paths []string `json:"paths,omitempty"`
+	// Ignored: draft/diff gives the patches of what git ignores too.
+	Ignored bool `json:"ignored,omitempty"`
 }
 
 // ReadParams name a file of the merged view.
@@ -124,6 +126,8 @@ type CommitParams struct {
 	Paths  []string `json:"paths,omitempty"`
 	Force  bool     `json:"force,omitempty"`
 	DryRun bool     `json:"dryRun,omitempty"`
+	// SkipIgnored leaves out what git ignores (and .git directories).
+	SkipIgnored bool `json:"skipIgnored,omitempty"`
 	// Progress asks for draft/commitProgress notifications.
 	Progress bool   `json:"progress,omitempty"`
 	Source   string `json:"source,omitempty"`

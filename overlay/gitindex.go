@@ -1,0 +1,135 @@
+package overlay
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// git's index (.git/index) is the staging area plus a cache of the work
+// tree's stat data: `git status` run by an agent in the view rewrites it
+// with new stat data (the view's inode numbers and times) and nothing
+// else. So the index is compared by what it stages, as
+// `git ls-files --stage` lists it (mode, object, stage, path):
+//
+//   - an index the agent changed only by refreshing is no change (see
+//     same), whatever the user did meanwhile;
+//   - an index both changed is merged path by path (each path takes the
+//     side that changed it), and is a conflict only when both staged
+//     different things for one path.
+
+// isGitIndex reports whether a key is a git index file: .git/index, or
+// a linked worktree's (.git/worktrees/NAME/index).
+func isGitIndex(key string) bool {
+	k := "/" + key
+	if strings.HasSuffix(k, "/.git/index") {
+		return true
+	}
+	dir, name := filepath.Split(k)
+	return name == "index" && strings.Contains(dir, "/.git/worktrees/")
+}
+
+// gitDirOf is the git directory on disk an index key belongs to.
+func (d *Draft) gitDirOf(key string) string {
+	k := "/" + key
+	i := strings.LastIndex(k, "/.git/")
+	return d.w.Abs(k[1 : i+len("/.git")])
+}
+
+// indexEntries lists what an index stages: path → "mode object stage".
+func indexEntries(gitDir string, content []byte) (map[string]string, error) {
+	f, err := os.CreateTemp("", "draftfs-index-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := git("/", nil, []string{"GIT_INDEX_FILE=" + f.Name()}, "--git-dir="+gitDir, "ls-files", "--stage", "-z")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(out), "\x00") {
+		if info, p, ok := strings.Cut(line, "\t"); ok {
+			m[p] = info
+		}
+	}
+	return m, nil
+}
+
+// sameIndex reports whether two index contents stage the same.
+func sameIndex(gitDir string, a, b []byte) bool {
+	ea, err := indexEntries(gitDir, a)
+	if err != nil {
+		return false
+	}
+	eb, err := indexEntries(gitDir, b)
+	if err != nil || len(ea) != len(eb) {
+		return false
+	}
+	for p, v := range ea {
+		if eb[p] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeIndex merges what two indexes stage since base, path by path; ok
+// is false when both staged different things for one path. The result
+// has no stat data: git refreshes it on its next status.
+func mergeIndex(gitDir string, base, ours, theirs []byte) ([]byte, bool, error) {
+	var sides [3]map[string]string
+	for i, b := range [][]byte{base, ours, theirs} {
+		m, err := indexEntries(gitDir, b)
+		if err != nil {
+			return nil, false, err
+		}
+		sides[i] = m
+	}
+	paths := map[string]bool{}
+	for _, m := range sides {
+		for p := range m {
+			paths[p] = true
+		}
+	}
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	var info bytes.Buffer
+	for _, p := range sorted {
+		b, o, t := sides[0][p], sides[1][p], sides[2][p]
+		v := o
+		switch {
+		case o == b:
+			v = t
+		case t == b, t == o:
+		default:
+			return nil, false, nil
+		}
+		if v != "" {
+			info.WriteString(v + "\t" + p + "\x00")
+		}
+	}
+	dir, err := os.MkdirTemp("", "draftfs-index-")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.RemoveAll(dir)
+	idx := filepath.Join(dir, "index")
+	if _, err := git("/", info.Bytes(), []string{"GIT_INDEX_FILE=" + idx}, "--git-dir="+gitDir, "update-index", "-z", "--index-info"); err != nil {
+		return nil, false, err
+	}
+	m, err := os.ReadFile(idx)
+	return m, err == nil, err
+}
