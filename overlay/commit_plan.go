@@ -201,6 +201,13 @@ func (d *Draft) mergeLocked(key string, e *entry) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return d.merge3(key, e, ours)
+}
+
+// merge3 merges the user's change to a file since the base into ours,
+// the draft's content, as a commit does: the merged content (nil when
+// the user has ours already), or why it cannot. Reads no draft maps.
+func (d *Draft) merge3(key string, e *entry, ours []byte) (string, []byte, error) {
 	theirs, exists, err := d.userContent(e.Base.Path)
 	if err != nil {
 		return "", nil, err

@@ -9,7 +9,8 @@ import (
 )
 
 // FileDiff is the difference one draft change makes to what the user has
-// now (the editor buffer if open, else the disk).
+// now (the editor buffer if open, else the disk): what commit will write
+// over it, the 3-way merge when both changed the file.
 type FileDiff struct {
 	Path    string `json:"path"`
 	From    string `json:"from,omitempty"`
@@ -22,6 +23,10 @@ type FileDiff struct {
 	// Ignored: git ignores the path (see StatusEntry); without
 	// DiffOptions.Ignored its Patch is left out.
 	Ignored bool `json:"ignored,omitempty"`
+	// Merged: the user changed the file too and commit merges both
+	// changes; the patch goes to the merged content, which is what
+	// commit writes.
+	Merged bool `json:"merged,omitempty"`
 }
 
 // DiffOptions choose what Diff reports.
@@ -121,6 +126,15 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	}
 	if it.from != "" {
 		fmt.Fprintf(&hdr, "rename from %s\nrename to %s\n", it.from, it.key)
+	}
+	if it.from == "" && it.e.Kind == kindFile && !it.e.redirect() && oldExists {
+		// What commit writes when the user changed the file too: the
+		// 3-way merge, so the user's own edit never shows as undone.
+		if changed, err := d.baseChanged(it.e.Base); err == nil && changed {
+			if reason, m, err := d.merge3(it.key, &it.e, cur); err == nil && reason == "" && m != nil {
+				cur, fd.Merged = m, true
+			}
+		}
 	}
 	fd.Added, fd.Deleted, fd.Binary = textmerge.Stat(old, cur)
 	fd.Patch = hdr.String() + textmerge.Unified(oldPath, it.key, old, cur, oldExists, newExists)

@@ -104,10 +104,21 @@ func printCommit(w io.Writer, res *overlay.CommitResult) {
 		fmt.Fprintln(w, "nothing to commit: the draft changes nothing")
 		return
 	}
-	printStatus(w, res.Applied, false)
+	// A merged path is a change, not a conflict: say how it is made.
+	merged := map[string]bool{}
 	for _, m := range res.Merged {
-		fmt.Fprintf(w, "merged %s: your changes and the draft's were combined\n", m)
+		merged[m] = true
 	}
+	applied := make([]overlay.StatusEntry, len(res.Applied))
+	for i, e := range res.Applied {
+		if merged[e.Path] {
+			e.Conflict = false
+			e.Path += " (merged with your changes)"
+			e.Ignored = false // on a line of its own
+		}
+		applied[i] = e
+	}
+	printStatus(w, applied, false)
 	n := len(res.Applied)
 	if res.DryRun {
 		fmt.Fprintf(w, "would commit %s %s (%s)\n", thousands(n), plural(n, "change", "changes"), summary(res))

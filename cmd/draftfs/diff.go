@@ -24,8 +24,11 @@ var diffCmd = &cobra.Command{
 	Short: "Show the draft's changes as a unified diff",
 	Long: `Shows the draft's changes (all, or below each PATH) as a unified diff with
 git-style headers (--- a/path, +++ b/path), from what you have now (the
-editor buffer if one is open, else the disk) to the draft. A binary file
-is reported as "Binary files a/path and b/path differ".
+editor buffer if one is open, else the disk) to what commit will write:
+the draft's version, or, for a file you changed too, the 3-way merge of
+your changes and the draft's, marked by a "# merged: ..." line before
+its header (git apply and patch skip it) and "(merged)" in --stat. A
+binary file is reported as "Binary files a/path and b/path differ".
 
 Changes to what git ignores (.venv/, node_modules/, build output, git's
 own .git/) are left out, with a note on stderr; --ignored shows them.
@@ -76,6 +79,11 @@ own .git/) are left out, with a note on stderr; --ignored shows them.
 			printStat(w, diffs, color)
 		} else {
 			for _, d := range diffs {
+				if d.Merged {
+					// Before the diff header, where git apply and patch
+					// skip text.
+					fmt.Fprintf(w, "# merged: you changed %s too; this is what commit writes, your changes and the draft's combined\n", d.Path)
+				}
 				printPatch(w, d.Patch, color)
 			}
 		}
@@ -147,6 +155,9 @@ func printStat(w io.Writer, diffs []overlay.FileDiff, color bool) {
 		names[i] = d.Path
 		if d.From != "" {
 			names[i] = d.From + " => " + d.Path
+		}
+		if d.Merged {
+			names[i] += " (merged)"
 		}
 		nameW = max(nameW, len(names[i]))
 		most = max(most, d.Added+d.Deleted)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,7 +224,7 @@ git commit -qm 'agent: say hello'`)
 		t.Errorf("status: %s; want main.go, a .git/ fold and the index flagged", r)
 	}
 	r = f.ok("commit")
-	if !strings.Contains(r.out, "merged .git/index") {
+	if !strings.Contains(r.out, "M .git/index (merged with your changes)") {
 		t.Errorf("commit: %s; want the index merged", r)
 	}
 	if got := gitRun(t, f.ws, "log", "-1", "--format=%s"); got != "agent: say hello\n" {
@@ -242,5 +243,60 @@ git commit -qm 'agent: say hello'`)
 	r = f.run("commit")
 	if r.code != 1 || !strings.Contains(r.err, "C .git/index: you and the agent staged different content") || strings.Contains(r.err, "same lines") {
 		t.Errorf("commit: %s; want a conflict on git's index, said so", r)
+	}
+}
+
+// TestMergedDiff: when the user changed a file the agent changed too
+// and the two merge, diff shows the merge (the user's edit is never
+// shown as removed), marked, and applying it to what the user has gives
+// byte for byte what commit writes.
+func TestMergedDiff(t *testing.T) {
+	need(t, "sed")
+	var b strings.Builder
+	b.WriteString("package main\n\nvar args = []string{\n")
+	for i := 4; i <= 120; i++ {
+		fmt.Fprintf(&b, "\t\"arg%d\",\n", i)
+	}
+	b.WriteString("}\n")
+	f := newFixture(t)
+	f.gitRepo(map[string]string{"args.go": b.String(), "go.mod": goModule["go.mod"]})
+	mnt := filepath.Join(f.tmp, "view")
+	f.serve(mnt)
+	sh(t, mnt, `sed -i '20s/$/ \/\/ agent/' args.go`)
+	sh(t, f.ws, `sed -i '100s/$/ \/\/ user/' args.go`)
+
+	r := f.ok("diff", "args.go")
+	if !strings.HasPrefix(r.out, "# merged: you changed args.go too") {
+		t.Errorf("diff: %s; want it marked as merged", r)
+	}
+	if strings.Contains(r.out, "// user") && !strings.Contains(r.out, "\n \t\"arg100\", // user\n") {
+		t.Errorf("diff shows the user's edit as a change: %s", r.out)
+	}
+	if !strings.Contains(r.out, "+\t\"arg20\", // agent\n") {
+		t.Errorf("diff: %s; want the agent's edit", r.out)
+	}
+	if r := f.ok("diff", "--stat"); !strings.Contains(r.out, "args.go (merged) | 2 +-") {
+		t.Errorf("diff --stat: %s; want args.go marked merged", r)
+	}
+	if r := f.ok("commit", "--dry-run"); !strings.Contains(r.out, "M args.go (merged with your changes)\n") || !strings.Contains(r.out, "1 merged") {
+		t.Errorf("commit --dry-run: %s; want args.go as a merge", r)
+	}
+
+	// Apply the diff to a copy of what the user has.
+	scratch := filepath.Join(f.tmp, "scratch")
+	os.MkdirAll(scratch, 0o755)
+	os.WriteFile(filepath.Join(scratch, "args.go"), []byte(f.disk("args.go")), 0o644)
+	c := exec.Command("git", "apply", "-")
+	c.Dir, c.Stdin = scratch, strings.NewReader(r.out)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git apply of the diff: %v\n%s", err, out)
+	}
+	f.ok("commit")
+	want, _ := os.ReadFile(filepath.Join(scratch, "args.go"))
+	if got := f.disk("args.go"); got != string(want) {
+		t.Errorf("commit wrote\n%s\nthe diff applied gives\n%s", got, want)
+	}
+	if got := f.disk("args.go"); !strings.Contains(got, "\"arg20\", // agent\n") || !strings.Contains(got, "\"arg100\", // user\n") {
+		t.Errorf("commit wrote %q; want both edits", got)
 	}
 }

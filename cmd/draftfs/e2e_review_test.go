@@ -125,7 +125,7 @@ func TestConflictWorkflow(t *testing.T) {
 		t.Fatalf("commit --json: %s", r)
 	}
 	// The mergeable file alone commits, merged.
-	if r := f.ok("commit", "m.txt"); !strings.Contains(r.out, "merged m.txt") {
+	if r := f.ok("commit", "m.txt"); !strings.Contains(r.out, "M m.txt (merged with your changes)") {
 		t.Fatalf("commit of the mergeable file: %s", r)
 	}
 	if got := f.disk("m.txt"); got != "ONE\n2\n3\n4\nFIVE\n" {
