@@ -26,6 +26,9 @@ type StatusEntry struct {
 	// or the path itself.
 	Ignored bool   `json:"ignored,omitempty"`
 	Fold    string `json:"fold,omitempty"`
+	// AlsoIn names the other drafts of the workspace that change the
+	// path too (set by the control server).
+	AlsoIn []string `json:"alsoIn,omitempty"`
 }
 
 // Letter is the one-letter code of the change (M, A, D, R), or C when the
@@ -159,6 +162,20 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 	}
 	d.markIgnored(out)
 	return out, nil
+}
+
+// Changed returns the paths the draft changes (renames: both ends), as
+// Status lists them but without the trailing "/" of directories.
+func (d *Draft) Changed() map[string]bool {
+	items, _ := d.changes()
+	out := make(map[string]bool, len(items))
+	for _, it := range items {
+		out[it.key] = true
+		if it.from != "" {
+			out[it.from] = true
+		}
+	}
+	return out
 }
 
 // statusEntry reports one item, checking the user's side for a conflict.

@@ -40,15 +40,16 @@ Paths are relative to the workspace's root.
 
 What git ignores (.gitignore files, .git/info/exclude, your global
 excludes) and git's own .git/ are folded, one line per ignored top
-directory: "A .venv/ (1,479 files, ignored)". A conflict in them is still
+directory: "A .venv/ (1,479 files, ignored)". When another draft (see
+draftfs drafts) changes the same paths, a note on stderr says so. A conflict in them is still
 listed on a line of its own. --ignored lists them path by path. Commit
 applies them too (draftfs commit --skip-ignored leaves them in the
 draft).
 
 --json prints an array of {"path", "change", "from"?, "conflict",
-"ignored"?, "fold"?} with change one of modified, added, deleted,
-renamed, every path listed; "fold" is the line an ignored path is folded
-into.`,
+"ignored"?, "fold"?, "alsoIn"?} with change one of modified, added,
+deleted, renamed, every path listed; "fold" is the line an ignored path
+is folded into, "alsoIn" the other drafts that change it too.`,
 	Example: `  draftfs status
   draftfs status src/
   draftfs status --json | jq -r '.[] | select(.conflict) | .path'`,
@@ -67,6 +68,7 @@ into.`,
 			return printJSON(st)
 		}
 		printStatus(os.Stdout, st, flagStatusIgnored)
+		printOverlaps(os.Stderr, st)
 		return nil
 	},
 }
@@ -89,6 +91,30 @@ func printStatus(w io.Writer, st []overlay.StatusEntry, all bool) {
 		} else {
 			fmt.Fprintf(w, "%s %s\n", e.Letter(), e.Path)
 		}
+	}
+}
+
+// printOverlaps says which other drafts change the same paths: once
+// one is committed, the other's change to them is a conflict.
+func printOverlaps(w io.Writer, st []overlay.StatusEntry) {
+	paths := map[string][]string{}
+	var drafts []string
+	for _, e := range st {
+		for _, o := range e.AlsoIn {
+			if paths[o] == nil {
+				drafts = append(drafts, o)
+			}
+			paths[o] = append(paths[o], e.Path)
+		}
+	}
+	sort.Strings(drafts)
+	for _, o := range drafts {
+		p := paths[o]
+		list := strings.Join(p[:min(len(p), 5)], ", ")
+		if len(p) > 5 {
+			list += fmt.Sprintf(" and %s more", thousands(len(p)-5))
+		}
+		fmt.Fprintf(w, "draftfs status: draft %s changes %s too; once one draft is committed the other's change is a conflict (draftfs --draft %s diff shows it)\n", o, list, o)
 	}
 }
 

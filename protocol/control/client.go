@@ -217,6 +217,12 @@ func (c *Client) Log(p DraftParams) ([]overlay.LogEntry, error) {
 	return res, c.Call(context.Background(), "draft/log", p, &res)
 }
 
+// Drafts lists the workspace's drafts (draft/list).
+func (c *Client) Drafts() ([]DraftInfo, error) {
+	var res []DraftInfo
+	return res, c.Call(context.Background(), "draft/list", struct{}{}, &res)
+}
+
 // Mount has the daemon mount the draft's merged view if it is not, and
 // returns where it is.
 func (c *Client) Mount(p DraftParams) (string, error) {

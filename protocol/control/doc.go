@@ -22,14 +22,15 @@
 //	buffer/didOpen {path, version, text}
 //	buffer/didChange {path, version, text} | {path, version, changes: [{range?, text}], length?} → {applied}
 //	buffer/didSave {path}, buffer/didClose {path}, buffer/list → [{path, version, dirty, size}]
-//	draft/status {paths?} → [{path, change, from?, conflict}]
-//	draft/diff {paths?} → [{path, from?, change, binary, added, deleted, patch}]
+//	draft/status {paths?} → [{path, change, from?, conflict, ignored?, fold?, alsoIn?}]
+//	draft/diff {paths?, ignored?} → [{path, from?, change, binary, added, deleted, patch, ignored?, merged?}]
 //	draft/read {path} → {path, text} | {path, data (base64), binary: true}
-//	draft/commit {paths?, force?, dryRun?, progress?} → {id, applied, merged?, conflicts?}
+//	draft/commit {paths?, force?, dryRun?, skipIgnored?, progress?} → {id, applied, merged?, conflicts?}
 //	draft/discard {paths} | {all: true} → {paths}
 //	draft/undo → {id, paths}
 //	draft/log → [{time, op, path?, from?, paths?, source}]
 //	draft/mount → {mount}
+//	draft/list → [{name, changes, ignored?, mount?, default?, users?: [{pid, client?, command?}], error?}]
 //	fs/resolve, fs/stat, fs/lstat, fs/readDir, fs/readFile, fs/writeFile,
 //	fs/mkdirAll, fs/remove, fs/removeAll, fs/rename, fs/discard: see [Files]
 //

@@ -37,6 +37,7 @@ func init() {
 		"draft/undo":       {fn: (*conn).undo},
 		"draft/log":        {fn: (*conn).log},
 		"draft/mount":      {fn: (*conn).mount},
+		"draft/list":       {fn: (*conn).draftList},
 		"fs/resolve":       {fn: (*conn).fsResolve},
 		"fs/stat":          {fn: (*conn).fsStat},
 		"fs/lstat":         {fn: (*conn).fsLstat},
@@ -70,6 +71,9 @@ func (cn *conn) initialize(_ context.Context, req *jsonrpc2.Request) (any, error
 		}
 	}
 	cn.enc, _ = positionEncoding(name)
+	cn.usesMu.Lock()
+	cn.client = p.ClientInfo.Name
+	cn.usesMu.Unlock()
 	cn.subscribed.Store(true)
 	cn.editor.Store(true)
 	res := InitializeResult{

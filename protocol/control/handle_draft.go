@@ -98,7 +98,11 @@ func (cn *conn) status(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.Status(keys...)
+	st, err := d.Status(keys...)
+	if err == nil {
+		cn.s.markOthers(d, st)
+	}
+	return st, err
 }
 
 func (cn *conn) diff(_ context.Context, req *jsonrpc2.Request) (any, error) {

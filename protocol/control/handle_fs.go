@@ -24,6 +24,7 @@ func (cn *conn) local(p *FsParams) (*files.Local, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	cn.use(d.Name())
 	key, err := cn.s.key(p.Path)
 	if err != nil {
 		return nil, "", err

@@ -117,15 +117,19 @@ func (s *Server) Serve(l *net.UnixListener) error {
 			c.Close()
 			continue
 		}
-		s.ServeConn(c)
+		s.serveConn(c, int(cred.Pid))
 	}
 }
 
 // ServeConn serves one connection, already trusted, until it or the
 // server closes. It returns at once.
-func (s *Server) ServeConn(rwc io.ReadWriteCloser) {
+func (s *Server) ServeConn(rwc io.ReadWriteCloser) { s.serveConn(rwc, os.Getpid()) }
+
+// serveConn is ServeConn for a peer process known by pid.
+func (s *Server) serveConn(rwc io.ReadWriteCloser, pid int) {
 	cn := &conn{
 		s:     s,
+		pid:   pid,
 		done:  make(chan struct{}),
 		queue: make(chan notice, noticeQueue),
 		sem:   make(chan struct{}, maxAsync),
@@ -240,6 +244,12 @@ type conn struct {
 	// read by the buffer methods, all ordered handlers, which run one at
 	// a time on the connection's reading goroutine.
 	enc buffers.Encoding
+
+	pid int // read only: the peer process, 0 when unknown
+
+	usesMu sync.Mutex      // protects the following
+	client string          // the clientInfo name of initialize
+	uses   map[string]bool // the drafts it worked in through fs/*
 
 	// editor: the client sent initialize. An editor owns the buffers it
 	// last opened or changed: when its connection ends they close, since

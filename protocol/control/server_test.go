@@ -129,7 +129,7 @@ func TestReview(t *testing.T) {
 	st, err := c.Status(PathsParams{})
 	must(t, err)
 	got := fmt.Sprint(st)
-	want := "[{bin added  false false } {keep.txt modified  false false } {new/file.txt added  false false }]"
+	want := "[{bin added  false false  []} {keep.txt modified  false false  []} {new/file.txt added  false false  []}]"
 	if got != want {
 		t.Fatalf("status %s", got)
 	}
