@@ -84,7 +84,7 @@ func Start(opts Options) (*Daemon, error) {
 	}()
 	var err error
 	if d.lock, err = lock(opts.StateDir, opts.Command); err != nil {
-		return nil, fmt.Errorf("%w; its socket is %s: stop it first, or use it: every draftfs command talks to it", err, d.socket)
+		return nil, fmt.Errorf("%w%s; its socket is %s: stop it first, or use it: every draftfs command talks to it", err, runningMount(d.socket), d.socket)
 	}
 	d.ws, err = overlay.Open(overlay.Options{Root: opts.Workspace, StateDir: opts.StateDir, Watch: opts.Watch})
 	if err != nil {
@@ -115,6 +115,21 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	ok = true
 	return d, nil
+}
+
+// runningMount says where the daemon answering on socket mounts its
+// draft (", mounted at DIR"), "" when it does not or cannot say.
+func runningMount(socket string) string {
+	c, err := control.Dial(socket)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	res, err := c.Initialize(control.InitializeParams{ClientInfo: control.Implementation{Name: "draftfs"}})
+	if err != nil || res.Mount == "" {
+		return ""
+	}
+	return ", mounted at " + res.Mount
 }
 
 // Socket is the control socket's path.

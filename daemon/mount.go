@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,9 @@ func (d *Daemon) Mount(draft, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if w := hides(dir); w != "" {
+		d.opts.Logf("warning: %s: the mount hides it until unmounted", w)
+	}
 	srv, err := fusefs.Mount(dir, dr, fusefs.Options{AllowOther: d.opts.AllowOther, Passthrough: d.opts.Passthrough, Debug: d.opts.Debug, Logf: d.opts.Logf})
 	if err != nil {
 		if created {
@@ -63,6 +67,58 @@ func (d *Daemon) Mount(draft, dir string) (string, error) {
 	d.mounts[draft] = m
 	go d.watchMount(draft, m)
 	return dir, nil
+}
+
+// hides says what a mount at dir would hide: another mount there (a
+// draftfs one named so), or the entries of a non-empty directory; ""
+// when nothing.
+func hides(dir string) string {
+	if fstype := mountedAt(dir); fstype != "" {
+		if strings.Contains(fstype, "draftfs") {
+			return dir + " is already a draftfs mount (draftfs unmount " + dir + " ends it)"
+		}
+		return fmt.Sprintf("%s is already a mount point (%s)", dir, fstype)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(3)
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s is not empty (%s%s)", dir, strings.Join(names[:min(len(names), 2)], ", "), map[bool]string{true: ", ...", false: ""}[len(names) > 2])
+}
+
+// mountedAt is the file system type of the mount at dir ("fuse.draftfs"
+// say), "" when dir is no mount point.
+func mountedAt(dir string) string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	fstype := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER
+		f := strings.Fields(line)
+		if len(f) < 5 || unescapeMount(f[4]) != dir {
+			continue
+		}
+		for i, x := range f {
+			if x == "-" && i+2 < len(f) {
+				fstype = f[i+1] + " " + f[i+2] // the last mount there is on top
+			}
+		}
+	}
+	return fstype
+}
+
+// unescapeMount undoes mountinfo's octal escapes of space, tab, newline
+// and backslash.
+func unescapeMount(s string) string {
+	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	return r.Replace(s)
 }
 
 // prepareMountpoint makes dir usable as a mount point: it unmounts a

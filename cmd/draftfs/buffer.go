@@ -46,6 +46,9 @@ apart, so give increasing ones.`,
   draftfs buffer open src/main.go --version 7 < /tmp/main.go`,
 	Args: args(cobra.ExactArgs(1)),
 	RunE: func(cmd *cobra.Command, a []string) error {
+		if isTerminal(os.Stdin) {
+			fmt.Fprintf(os.Stderr, "draftfs buffer open: reading the text of %s from stdin; end it with Ctrl-D (or pipe it in: draftfs buffer open %s < FILE)\n", a[0], a[0])
+		}
 		text, err := io.ReadAll(os.Stdin)
 		if err != nil {
 			return fmt.Errorf("read stdin: %w", err)
@@ -119,7 +122,12 @@ func onBuffer(path string, op func(*session, string) error) error {
 	if err != nil {
 		return err
 	}
-	return op(s, paths[0])
+	if err := op(s, paths[0]); errors.Is(err, buffers.ErrNotOpen) {
+		return fmt.Errorf("no buffer is open for %s (draftfs buffer list shows the open ones)", path)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 var flagBufferJSON bool

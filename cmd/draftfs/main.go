@@ -37,7 +37,8 @@ path), 2 usage error.`,
 	SilenceErrors: true,
 	SilenceUsage:  true,
 	Version:       version(),
-	Args:          cobra.NoArgs,
+	// No Args check: cobra's own finds unknown commands and suggests
+	// the nearest (run reports them on one line).
 	RunE: func(cmd *cobra.Command, args []string) error {
 		cmd.SetOut(os.Stderr)
 		cmd.Help()
@@ -94,7 +95,13 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v (see %s --help)\n", name, ue.err, name)
 		return 2
 	case strings.HasPrefix(err.Error(), "unknown command "):
-		fmt.Fprintf(os.Stderr, "draftfs: %v (see draftfs --help)\n", err)
+		msg, _, _ := strings.Cut(err.Error(), "\n") // cobra adds suggestions on lines of their own
+		if len(args) > 0 {
+			if s := root.SuggestionsFor(args[len(args)-1]); len(s) > 0 && strings.HasSuffix(msg, `for "draftfs"`) {
+				msg += ": did you mean " + strings.Join(s, " or ") + "?"
+			}
+		}
+		fmt.Fprintf(os.Stderr, "draftfs: %s (see draftfs --help)\n", msg)
 		return 2
 	}
 	msg := oneLine(err)

@@ -98,6 +98,10 @@ func serve(mountDir string) error {
 	if mp := d.Mountpoint(cfg.draft); mp != "" {
 		line += ", mounted at " + mp
 	}
+	if st, err := d.Draft().Status(); err == nil && len(st) > 0 {
+		// From an earlier session: the agent starts on top of them.
+		line += fmt.Sprintf("; the draft holds %s %s from before (draftfs status lists them)", thousands(len(st)), plural(len(st), "change", "changes"))
+	}
 	fmt.Println(line)
 	select {
 	case <-sigs:

@@ -68,7 +68,7 @@ type ErrorData struct {
 }
 
 // errNoChanges: a discard named a path the draft has no changes at.
-var errNoChanges = errors.New("no draft changes at the path")
+var errNoChanges = errors.New("no draft changes")
 
 // paramError is a request whose params are wrong; its message says how.
 type paramError struct{ msg string }

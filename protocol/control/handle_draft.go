@@ -70,10 +70,11 @@ func withChanges(d *overlay.Draft, keys []string) error {
 			return err
 		}
 		if len(st) == 0 {
+			// The sentinel starts the message, so it reads once.
 			if k == "" {
-				return fmt.Errorf("the draft has no changes: %w", errNoChanges)
+				return fmt.Errorf("%w: the draft is empty", errNoChanges)
 			}
-			return fmt.Errorf("no draft changes at %q (draftfs status lists them): %w", k, errNoChanges)
+			return fmt.Errorf("%w at %q (draftfs status lists them)", errNoChanges, k)
 		}
 	}
 	return nil

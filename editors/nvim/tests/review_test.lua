@@ -42,6 +42,22 @@ local function ended()
   end)
 end
 
+T.case('a sed -i of an open file is told as modified, not renamed', function()
+  local buf, path = edit('sedded.txt', 'mine\n')
+  -- sed -i writes a temporary file beside it and renames it over.
+  local tmp = ws .. '/sedXk3Q9a'
+  T.agent_write(probe, tmp, 'sedded\n')
+  local _, err = probe:call('fs/rename', { source = 'mcp', from = tmp, to = path })
+  T.ok(not err, 'fs/rename: %s', vim.inspect(err))
+  local msg = T.noted('sedded.txt')
+  T.ok(msg:find('sedded.txt (modified)', 1, true), 'the notification says modified: %s', msg)
+  T.ok(not msg:find('renamed', 1, true), 'the notification says renamed: %s', msg)
+  T.eq('modified', vim.b[buf].draftfs_change, 'b:draftfs_change')
+  probe:call('draft/discard', { all = true })
+  ended()
+  T.notes = {}
+end)
+
 T.case('a draft change to an open file is told', function()
   local buf, path = edit('told.txt', 'mine\n')
   T.agent_write(probe, path, 'theirs\n')

@@ -119,12 +119,15 @@ local function status_changed(c)
   end)
 end
 
--- kinds of draft/didChange that change the draft, not what is below it.
+-- kinds of draft/didChange that change the draft, not what is below it,
+-- as told for the file at the change's path. A rename onto an open
+-- file replaced its content: `sed -i` and most editors save by writing
+-- a temporary file and renaming it over, so to the user it is modified.
 local draft_kinds = {
   write = 'modified',
   create = 'added',
   remove = 'deleted',
-  rename = 'renamed',
+  rename = 'modified',
   attr = 'attributes',
 }
 
