@@ -226,12 +226,8 @@ func (d *Draft) merge3(key string, e *entry, ours []byte) (string, []byte, error
 	if err != nil {
 		return "", nil, err
 	}
-	if isGitIndex(e.Base.Path) {
-		m, ok, err := mergeIndex(d.gitDirOf(e.Base.Path), base, ours, theirs)
-		if err == nil && ok {
-			return "", m, nil
-		}
-		return "you and the agent staged different content for the same paths in git's index (your git add and the agent's); keep your staging with draftfs discard " + key + " (the agent's commits stay in the draft)", nil, nil
+	if reason, m, ok := mergeGit(d, key, e.Base.Path, base, ours, theirs); ok {
+		return reason, m, nil
 	}
 	m, ok := textmerge.Merge(base, ours, theirs)
 	switch {

@@ -20,6 +20,45 @@ import (
 //     side that changed it), and is a conflict only when both staged
 //     different things for one path.
 
+// mergeGit merges a file of a .git directory both sides changed, the
+// way git's own files call for; ok is false for a file it leaves to the
+// text merge.
+//
+//   - the index: path by path (mergeIndex);
+//   - reflogs (.git/logs/...) only grow: both sides' new lines are kept,
+//     the user's first;
+//   - COMMIT_EDITMSG, ORIG_HEAD and FETCH_HEAD are scratch: the user's
+//     stay;
+//   - a ref or HEAD both moved is a conflict that says so.
+func mergeGit(d *Draft, key, lower string, base, ours, theirs []byte) (reason string, merged []byte, ok bool) {
+	if !inGitDir(lower) {
+		return "", nil, false
+	}
+	k := "/" + lower
+	in := k[strings.LastIndex(k, "/.git/")+len("/.git/"):]
+	switch {
+	case isGitIndex(lower):
+		m, ok, err := mergeIndex(d.gitDirOf(lower), base, ours, theirs)
+		if err == nil && ok {
+			return "", m, true
+		}
+		return "you and the agent staged different content for the same paths in git's index (your git add and the agent's); keep your staging with draftfs discard " + key + " (the agent's commits stay in the draft)", nil, true
+	case strings.HasPrefix(in, "logs/") && bytes.HasPrefix(ours, base) && bytes.HasPrefix(theirs, base):
+		return "", append(append([]byte{}, theirs...), ours[len(base):]...), true
+	case in == "COMMIT_EDITMSG" || in == "ORIG_HEAD" || in == "FETCH_HEAD":
+		return "", theirs, true
+	case in == "HEAD" || strings.HasPrefix(in, "refs/") || in == "packed-refs":
+		what := "git's HEAD (you both switched branches or committed)"
+		if r, ok := strings.CutPrefix(in, "refs/heads/"); ok {
+			what = "branch " + r + " (you both committed to it)"
+		} else if in != "HEAD" {
+			what = in
+		}
+		return "you and the agent both moved " + what + "; keep yours with draftfs discard " + key + ", or the agent's with draftfs commit --force " + key, nil, true
+	}
+	return "", nil, false
+}
+
 // isGitIndex reports whether a key is a git index file: .git/index, or
 // a linked worktree's (.git/worktrees/NAME/index).
 func isGitIndex(key string) bool {

@@ -108,6 +108,12 @@ func TestIgnoredFolded(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.ws, ".git", "info", "exclude"), []byte("*.log\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The user's global excludes, where git looks by default (the daemon
+	// inherits the variable).
+	xdg := filepath.Join(f.tmp, "xdg")
+	os.MkdirAll(filepath.Join(xdg, "git"), 0o755)
+	os.WriteFile(filepath.Join(xdg, "git", "ignore"), []byte("*.swp\n"), 0o644)
+	t.Setenv("XDG_CONFIG_HOME", xdg)
 	// A package to install without the network.
 	pkg := filepath.Join(f.tmp, "pkg")
 	os.MkdirAll(filepath.Join(pkg, "lib"), 0o755)
@@ -120,13 +126,14 @@ func TestIgnoredFolded(t *testing.T) {
 	sh(t, mnt, `python3 -m venv --without-pip .venv
 npm install --offline --no-audit --no-fund --silent `+filepath.Join(f.tmp, tgz)+`
 echo trace > debug.log
+echo swap > .main.go.swp
 sed -i 's/hi/hello/' main.go
 git status --short >/dev/null
 echo '// scratch' >> args.go && git checkout args.go`)
 
 	r := f.ok("status")
 	got := lines(r.out)
-	want := map[string]bool{"M main.go": true, "A package.json": true, "A package-lock.json": true, "A debug.log (ignored)": true}
+	want := map[string]bool{"M main.go": true, "A package.json": true, "A package-lock.json": true, "A debug.log (ignored)": true, "A .main.go.swp (ignored)": true}
 	var venv, nodeModules bool
 	for _, l := range got {
 		switch {
@@ -298,5 +305,40 @@ func TestMergedDiff(t *testing.T) {
 	}
 	if got := f.disk("args.go"); !strings.Contains(got, "\"arg20\", // agent\n") || !strings.Contains(got, "\"arg100\", // user\n") {
 		t.Errorf("commit wrote %q; want both edits", got)
+	}
+}
+
+// TestBothCommitted: the agent commits in the view while the user
+// commits on disk: reflogs, the index and git's scratch files merge, and
+// the one real clash, the branch both moved, is reported as that.
+func TestBothCommitted(t *testing.T) {
+	f := newFixture(t)
+	f.gitRepo(goModule)
+	mnt := filepath.Join(f.tmp, "view")
+	f.serve(mnt)
+	sh(t, mnt, `sed -i 's/hi/hello/' main.go
+git add main.go
+git commit -qm 'agent: say hello'`)
+	f.file("args.go", strings.Replace(goModule["args.go"], `"b"`, `"c"`, 1))
+	gitRun(t, f.ws, "commit", "-qam", "user: c")
+
+	r := f.run("commit")
+	if r.code != 1 || strings.Count(r.err, "\n  C ") != 1 || !strings.Contains(r.err, "C .git/refs/heads/main: you and the agent both moved branch main") {
+		t.Fatalf("commit: %s; want one conflict, the branch both moved, said so", r)
+	}
+	f.ok("discard", ".git/refs/heads/main")
+	r = f.ok("commit")
+	if !strings.Contains(r.out, ".git/logs/HEAD (merged with your changes)") {
+		t.Errorf("commit: %s; want the reflog merged", r)
+	}
+	if got := gitRun(t, f.ws, "log", "-1", "--format=%s"); got != "user: c\n" {
+		t.Errorf("HEAD on disk: %q, want the user's commit kept", got)
+	}
+	log := gitRun(t, f.ws, "reflog", "--format=%gs")
+	if !strings.Contains(log, "user: c") || !strings.Contains(log, "agent: say hello") {
+		t.Errorf("reflog on disk: %q; want both commits", log)
+	}
+	if got := gitRun(t, f.ws, "fsck", "--no-dangling"); strings.Contains(got, "error") {
+		t.Errorf("git fsck: %s", got)
 	}
 }
