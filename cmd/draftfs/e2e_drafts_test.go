@@ -51,16 +51,8 @@ func TestDraftsPerSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan error, 1)
-		go func() { done <- acp.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			acp.Process.Kill()
-			<-done
-			t.Errorf("draftfs acp did not end when its editor closed stdin; stderr: %s", stderr.String())
-		}
+		stdin.Close() // the editor goes: acp ends
+		waitExit(t, acp, "draftfs acp after its editor closed stdin")
 	})
 	replies := bufio.NewScanner(stdout)
 	call := func(id int, method, params string) {

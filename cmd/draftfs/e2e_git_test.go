@@ -28,6 +28,17 @@ func (f *fixture) gitRepo(files map[string]string) {
 	gitRun(f.t, f.ws, "commit", "-qm", "start")
 }
 
+// gitView is a fixture whose workspace is a git repository of files,
+// served with the merged view mounted at mnt.
+func gitView(t *testing.T, files map[string]string) (f *fixture, mnt string) {
+	t.Helper()
+	f = newFixture(t)
+	f.gitRepo(files)
+	mnt = filepath.Join(f.tmp, "view")
+	f.serve(mnt)
+	return f, mnt
+}
+
 // sh runs a shell command in dir (a mount: the process is not the
 // daemon, which never enters its own mount), failing the test on error.
 func sh(t *testing.T, dir, script string) string {
@@ -55,10 +66,7 @@ var goModule = map[string]string{
 // checkout back to the same content leave status, diff and commit
 // empty.
 func TestNoopChangesInView(t *testing.T) {
-	f := newFixture(t)
-	f.gitRepo(goModule)
-	mnt := filepath.Join(f.tmp, "view")
-	f.serve(mnt)
+	f, mnt := gitView(t, goModule)
 	sh(t, mnt, `touch go.sum
 sed -i 's/nomatch/x/' main.go args.go
 echo '// agent' >> main.go
@@ -192,8 +200,8 @@ echo '// scratch' >> args.go && git checkout args.go`)
 	if _, err := os.Stat(filepath.Join(f.ws, ".venv", "pyvenv.cfg")); err != nil {
 		t.Errorf("commit did not apply the ignored venv: %v", err)
 	}
-	if got := gitRun(t, f.ws, "status", "--porcelain"); got != "M  main.go\n" && got != " M main.go\n" && !strings.Contains(got, "main.go") {
-		t.Errorf("git status on disk after commit: %q", got)
+	if got := gitRun(t, f.ws, "status", "--porcelain"); !strings.Contains(got, " M main.go\n") || strings.Contains(got, ".venv") || strings.Contains(got, "node_modules") {
+		t.Errorf("git status on disk after commit: %q; want main.go modified and the ignored paths ignored", got)
 	}
 }
 
@@ -203,10 +211,7 @@ echo '// scratch' >> args.go && git checkout args.go`)
 // merge in the index; staging different content for one file is a
 // conflict that says so.
 func TestAgentGitInView(t *testing.T) {
-	f := newFixture(t)
-	f.gitRepo(goModule)
-	mnt := filepath.Join(f.tmp, "view")
-	f.serve(mnt)
+	f, mnt := gitView(t, goModule)
 
 	sh(t, mnt, "git status --short >/dev/null")
 	f.file("go.mod", goModule["go.mod"]+"\nrequire example.com/x v1.0.0\n")
@@ -265,10 +270,7 @@ func TestMergedDiff(t *testing.T) {
 		fmt.Fprintf(&b, "\t\"arg%d\",\n", i)
 	}
 	b.WriteString("}\n")
-	f := newFixture(t)
-	f.gitRepo(map[string]string{"args.go": b.String(), "go.mod": goModule["go.mod"]})
-	mnt := filepath.Join(f.tmp, "view")
-	f.serve(mnt)
+	f, mnt := gitView(t, map[string]string{"args.go": b.String(), "go.mod": goModule["go.mod"]})
 	sh(t, mnt, `sed -i '20s/$/ \/\/ agent/' args.go`)
 	sh(t, f.ws, `sed -i '100s/$/ \/\/ user/' args.go`)
 
@@ -312,10 +314,7 @@ func TestMergedDiff(t *testing.T) {
 // commits on disk: reflogs, the index and git's scratch files merge, and
 // the one real clash, the branch both moved, is reported as that.
 func TestBothCommitted(t *testing.T) {
-	f := newFixture(t)
-	f.gitRepo(goModule)
-	mnt := filepath.Join(f.tmp, "view")
-	f.serve(mnt)
+	f, mnt := gitView(t, goModule)
 	sh(t, mnt, `sed -i 's/hi/hello/' main.go
 git add main.go
 git commit -qm 'agent: say hello'`)

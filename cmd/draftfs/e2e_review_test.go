@@ -299,7 +299,7 @@ func TestBuffers(t *testing.T) {
 	if r := f.ok("buffer", "list"); r.out != "" {
 		t.Fatalf("after close: %s", r)
 	}
-	if r := f.run("buffer", "save", "b.txt"); r.code != 1 || !strings.Contains(r.err, "not open") {
+	if r := f.run("buffer", "save", "b.txt"); r.code != 1 || !strings.Contains(r.err, "no buffer is open for b.txt") {
 		t.Fatalf("save of a closed buffer: %s", r)
 	}
 }

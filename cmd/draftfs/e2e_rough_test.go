@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,6 +77,13 @@ func TestBufferOpenOnTerminal(t *testing.T) {
 		t.Errorf("buffer open on a terminal said nothing")
 	}
 	master.Write([]byte("text\n\x04"))
+	waitExit(t, c, "buffer open after Ctrl-D")
+}
+
+// waitExit waits for a started command to end, killing it and failing
+// the test if it does not in a while.
+func waitExit(t *testing.T, c *exec.Cmd, what string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	select {
@@ -83,7 +91,7 @@ func TestBufferOpenOnTerminal(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		c.Process.Kill()
 		<-done
-		t.Errorf("buffer open did not end after Ctrl-D")
+		t.Errorf("%s did not end", what)
 	}
 }
 
