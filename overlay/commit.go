@@ -24,7 +24,13 @@ type CommitOptions struct {
 	Force bool
 	// DryRun reports what would happen and changes nothing.
 	DryRun bool
-	Source Source
+	// AllowSetid commits set-uid, set-gid and sticky bits; without it a
+	// path the draft gives them refuses the commit (Force does not).
+	AllowSetid bool
+	// AllowOwner commits the draft's owner where it differs from the
+	// disk's; without it such a path refuses the commit.
+	AllowOwner bool
+	Source     Source
 	// Progress, when set, is called as ops complete.
 	Progress func(done, total int)
 }
@@ -69,7 +75,8 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 		return nil, err
 	}
 	linked := d.linkedParentsLocked(chosen)
-	res.Conflicts = withConflicts(conflicts, linked)
+	privileged := d.privilegedLocked(chosen, opts)
+	res.Conflicts = withConflicts(withConflicts(conflicts, privileged), linked)
 	res.Merged = sortedKeys(merged)
 	if len(chosen) == 0 || opts.DryRun {
 		d.mu.Unlock()
@@ -90,11 +97,15 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 		d.mu.Unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d path(s) below a directory that is a symlink on disk now, nothing written: %w", len(linked), ErrConflict)
 	}
+	if len(privileged) > 0 {
+		d.mu.Unlock()
+		return res, fmt.Errorf("overlay: commit refused, %d path(s) with set-id bits or another owner, nothing written: %w", len(privileged), ErrConflict)
+	}
 	if len(res.Conflicts) > 0 && !opts.Force {
 		d.mu.Unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(res.Conflicts), ErrConflict)
 	}
-	rec, err := d.prepareLocked(chosen, merged, noop, opts.Source)
+	rec, err := d.prepareLocked(chosen, merged, noop, opts)
 	if err != nil {
 		d.mu.Unlock()
 		return nil, err
@@ -138,13 +149,13 @@ func (d *Draft) undoDir(id uint64) string {
 // prepareLocked writes the commit's journal, backups and undo copies of
 // the entries; nothing on disk is touched yet. Must be called with d.mu
 // held.
-func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, noop map[string]bool, src Source) (*commitRecord, error) {
+func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, noop map[string]bool, opts CommitOptions) (*commitRecord, error) {
 	id, err := d.st.nextCommitID()
 	if err != nil {
 		return nil, fmt.Errorf("overlay: commit: %w", err)
 	}
 	rec := &commitRecord{
-		ID: id, Time: time.Now().UTC().Format(time.RFC3339Nano), State: stateStaging, Source: src,
+		ID: id, Time: time.Now().UTC().Format(time.RFC3339Nano), State: stateStaging, Source: opts.Source,
 		Stage: fmt.Sprintf(".draftfs-commit-%d", id),
 		Entry: chosen, Inode: map[uint64]*inode{},
 	}
@@ -178,7 +189,7 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 			}
 		}
 	}
-	if err := d.planLocked(rec, chosen, merged, noop); err != nil {
+	if err := d.planLocked(rec, chosen, merged, noop, opts.AllowOwner); err != nil {
 		return nil, err
 	}
 	if err := d.st.write(&txn{commits: map[uint64]*commitRecord{id: rec}}); err != nil {
@@ -288,8 +299,14 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 		if err := disk.MkdirAll(diskName(op.Path), 0o755); err != nil {
 			return err
 		}
+		if err := chown(disk, op.Path, op.Owner); err != nil {
+			return err
+		}
 		return disk.Chmod(diskName(op.Path), op.Mode)
 	case opChmod:
+		if err := chown(disk, op.Path, op.Owner); err != nil {
+			return err
+		}
 		return disk.Chmod(diskName(op.Path), op.Mode)
 	case opWrite:
 		var src io.ReadCloser
@@ -303,7 +320,7 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 			return err
 		}
 		defer src.Close()
-		if op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, src); err != nil {
+		if op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, op.Owner, src); err != nil {
 			return err
 		}
 		for k, v := range op.Xattr {
@@ -318,7 +335,7 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 		return d.linkDisk(rec, op)
 	case opSymlink:
 		op.Hash = hashBytes([]byte(op.Target))
-		return d.symlinkDisk(rec, op.Path, op.Target)
+		return d.symlinkDisk(rec, op.Path, op.Target, op.Owner)
 	}
 	return fmt.Errorf("unknown op %q", op.Kind)
 }
@@ -337,9 +354,19 @@ func tempName(rec *commitRecord, key string) string {
 	return join(parentOf(key), fmt.Sprintf(".%s.draftfs-%d", baseOf(key), rec.ID))
 }
 
+// chown gives what is at key (a symlink itself) its owner, when one is
+// set. Before any chmod: a chown clears set-id bits.
+func chown(disk afero.Fs, key string, o *Owner) error {
+	if o == nil {
+		return nil
+	}
+	return disk.Chown(diskName(key), o.Uid, o.Gid)
+}
+
 // writeDisk writes content to key atomically: a temp file in the same
-// directory, synced, given its mode, renamed over. Returns its hash.
-func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, src io.Reader) (string, error) {
+// directory, synced, given its owner (when set) and mode, renamed over.
+// Returns its hash.
+func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, owner *Owner, src io.Reader) (string, error) {
 	disk := d.w.disk
 	if err := disk.MkdirAll(diskName(parentOf(key)), 0o755); err != nil {
 		return "", err
@@ -361,6 +388,9 @@ func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, src i
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = chown(disk, tmp, owner)
 	}
 	if err == nil {
 		err = disk.Chmod(diskName(tmp), mode&permBits)
@@ -401,12 +431,12 @@ func (d *Draft) linkDisk(rec *commitRecord, op *commitOp) error {
 	if err != nil {
 		return err
 	}
-	op.Hash, err = d.writeDisk(rec, op.Path, fi.Mode(), f)
+	op.Hash, err = d.writeDisk(rec, op.Path, fi.Mode(), nil, f)
 	return err
 }
 
 // symlinkDisk makes key a symlink, atomically.
-func (d *Draft) symlinkDisk(rec *commitRecord, key, target string) error {
+func (d *Draft) symlinkDisk(rec *commitRecord, key, target string, owner *Owner) error {
 	l, ok := d.w.disk.(afero.Linker)
 	if !ok {
 		return fmt.Errorf("the disk layer cannot make symlinks")
@@ -414,6 +444,9 @@ func (d *Draft) symlinkDisk(rec *commitRecord, key, target string) error {
 	tmp := tempName(rec, key)
 	d.w.disk.Remove(diskName(tmp))
 	if err := l.SymlinkIfPossible(target, diskName(tmp)); err != nil {
+		return err
+	}
+	if err := chown(d.w.disk, tmp, owner); err != nil {
 		return err
 	}
 	if ok, fi := d.diskHas(key); ok && fi.IsDir() {

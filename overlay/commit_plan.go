@@ -57,6 +57,8 @@ type commitOp struct {
 	Hash string `json:"h,omitempty"`
 	// Xattr are the user extended attributes a written file gets.
 	Xattr map[string][]byte `json:"x,omitempty"`
+	// Owner is set on what the op makes at Path; nil: as created.
+	Owner *Owner `json:"o,omitempty"`
 }
 
 // commitRecord is the journal and undo record of one commit.
@@ -257,7 +259,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // planLocked turns chosen entries into ops; those in noop change nothing
 // and get none (the commit still drops them from the draft). Must be
 // called with d.mu held.
-func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged map[string][]byte, noop map[string]bool) error {
+func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged map[string][]byte, noop map[string]bool, allowOwner bool) error {
 	// Phase A: the lower objects renames move, deepest first.
 	staged := map[string]string{} // entry key → staging key
 	var moving []string
@@ -327,6 +329,14 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 				op.Ino = e.Ino
 			}
 			written[e.Ino] = k
+		}
+		switch op.Kind {
+		case opWrite, opMkdir, opSymlink:
+			op.Owner = d.ownerFor(k, e, allowOwner)
+		case opChmod:
+			if allowOwner {
+				op.Owner = d.ownerFor(k, e, allowOwner)
+			}
 		}
 		if replaces {
 			backup := fmt.Sprint(len(rec.Ops))

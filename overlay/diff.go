@@ -2,7 +2,7 @@ package overlay
 
 import (
 	"fmt"
-	"io/fs"
+	"sort"
 	"strings"
 
 	"github.com/draftfs/draftfs/overlay/textmerge"
@@ -51,8 +51,18 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 	items, inodes := d.changes()
 	var chosen []item
 	var st []StatusEntry
+	var dirs []FileDiff // directories whose mode or owner change
 	for _, it := range items {
-		if !it.selected(keys) || it.e.Kind == kindDir {
+		if !it.selected(keys) {
+			continue
+		}
+		if it.e.Kind == kindDir {
+			if m := d.metaOf(it); m.any() {
+				var hdr strings.Builder
+				fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", it.key, it.key)
+				writeMetaHeader(&hdr, m, m.oldExists, m.newExists)
+				dirs = append(dirs, FileDiff{Path: it.key + "/", Change: it.change, Patch: hdr.String()})
+			}
 			continue
 		}
 		chosen = append(chosen, it)
@@ -71,6 +81,10 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 		}
 		fd.Ignored = st[i].Ignored
 		out = append(out, fd)
+	}
+	if len(dirs) > 0 {
+		out = append(out, dirs...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	}
 	return out, nil
 }
@@ -103,27 +117,7 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	}
 	var hdr strings.Builder
 	fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", oldPath, it.key)
-	oldMode, newMode := fs.FileMode(0), fs.FileMode(0)
-	if oldExists {
-		if fi, err := d.lowerStat(baseOf(lower), lower); err == nil {
-			oldMode = fi.Mode()
-		}
-	}
-	if newExists {
-		if it.e.redirect() {
-			newMode = oldMode
-		} else {
-			newMode = n.Mode
-		}
-	}
-	switch {
-	case !oldExists && newExists:
-		fmt.Fprintf(&hdr, "new file mode %s\n", gitMode(newMode))
-	case oldExists && !newExists:
-		fmt.Fprintf(&hdr, "deleted file mode %s\n", gitMode(oldMode))
-	case gitMode(oldMode) != gitMode(newMode):
-		fmt.Fprintf(&hdr, "old mode %s\nnew mode %s\n", gitMode(oldMode), gitMode(newMode))
-	}
+	writeMetaHeader(&hdr, d.metaOf(it), oldExists, newExists)
 	if it.from != "" {
 		fmt.Fprintf(&hdr, "rename from %s\nrename to %s\n", it.from, it.key)
 	}
@@ -141,13 +135,22 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	return fd, nil
 }
 
-// gitMode spells a mode as git's diff headers do.
-func gitMode(m fs.FileMode) string {
+// writeMetaHeader writes git's mode lines, exact (set-id and sticky
+// bits show), and the same for owners where the draft changes them.
+func writeMetaHeader(hdr *strings.Builder, m meta, oldExists, newExists bool) {
 	switch {
-	case m&fs.ModeSymlink != 0:
-		return "120000"
-	case m&0o111 != 0:
-		return "100755"
+	case !oldExists && newExists:
+		fmt.Fprintf(hdr, "new file mode %s\n", modeString(m.newMode))
+	case oldExists && !newExists:
+		om := m.oldMode
+		if !m.oldExists {
+			om = 0o644 // only an editor buffer holds it
+		}
+		fmt.Fprintf(hdr, "deleted file mode %s\n", modeString(om))
+	case m.modeChanged():
+		fmt.Fprintf(hdr, "old mode %s\nnew mode %s\n", modeString(m.oldMode), modeString(m.newMode))
 	}
-	return "100644"
+	if m.ownerChanged() {
+		fmt.Fprintf(hdr, "old owner %s\nnew owner %s\n", m.oldOwner, m.newOwner)
+	}
 }

@@ -37,8 +37,8 @@ func (d *Draft) same(it item, n *inode) bool {
 	if err == nil && (int(now.attr.Uid) != n.Uid || int(now.attr.Gid) != n.Gid) {
 		return false // a chown
 	}
-	nowOK := err == nil && now.Mode().Type() == n.Mode.Type() && now.Mode().Perm() == n.Mode.Perm()
-	baseOK := e.Base.Exists && kindOf(e.Base.Mode) == kindOf(n.Mode) && e.Base.Mode.Perm() == n.Mode.Perm()
+	nowOK := err == nil && now.Mode().Type() == n.Mode.Type() && modeBits(now.Mode()) == modeBits(n.Mode)
+	baseOK := e.Base.Exists && kindOf(e.Base.Mode) == kindOf(n.Mode) && modeBits(e.Base.Mode) == modeBits(n.Mode)
 	switch e.Kind {
 	case kindDir:
 		return !e.Opaque && (nowOK || baseOK)

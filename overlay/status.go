@@ -29,6 +29,15 @@ type StatusEntry struct {
 	// AlsoIn names the other drafts of the workspace that change the
 	// path too (set by the control server).
 	AlsoIn []string `json:"alsoIn,omitempty"`
+	// OldMode and NewMode (as git spells them, exactly: 100644, 104755)
+	// are set when the mode changes; NewMode alone for a new path with
+	// set-id or sticky bits.
+	OldMode string `json:"oldMode,omitempty"`
+	NewMode string `json:"newMode,omitempty"`
+	// OldOwner and NewOwner ("uid:gid") are set when the draft gives the
+	// path another owner than the disk has, or would give a new path.
+	OldOwner string `json:"oldOwner,omitempty"`
+	NewOwner string `json:"newOwner,omitempty"`
 }
 
 // Letter is the one-letter code of the change (M, A, D, R), or C when the
@@ -53,6 +62,7 @@ func (s StatusEntry) Letter() string {
 type item struct {
 	key    string
 	e      entry
+	n      inode // the entry's inode, when it has one
 	change string
 	from   string // origin of a rename
 	source string // key of the whiteout at the rename's origin, if any
@@ -74,6 +84,9 @@ func (d *Draft) items() []item {
 	var out []item
 	for k, e := range d.entries {
 		it := item{key: k, e: *e, leaf: len(d.children[k]) == 0}
+		if n := d.inodes[e.Ino]; e.Ino != 0 && n != nil {
+			it.n = *n
+		}
 		switch {
 		case e.Kind == kindWhiteout:
 			if e.Base == nil || !e.Base.Exists {
@@ -97,10 +110,13 @@ func (d *Draft) items() []item {
 				if e.Base != nil && e.Base.Exists {
 					it.change = StatusModified
 				}
-			case e.Opaque || n.Mode.Perm() != e.Base.Mode.Perm():
+			case e.Opaque || modeBits(n.Mode) != modeBits(e.Base.Mode):
 				it.change = StatusModified
 			default:
-				continue
+				if it.n = *n; !d.metaOf(it).any() {
+					continue
+				}
+				it.change = StatusModified
 			}
 		case e.Base != nil && e.Base.Exists:
 			it.change = StatusModified
@@ -189,6 +205,16 @@ func (d *Draft) statusEntry(it item) (StatusEntry, error) {
 	}
 	changed, err := d.baseChanged(it.e.Base)
 	s.Conflict = changed
+	m := d.metaOf(it)
+	switch {
+	case m.modeChanged():
+		s.OldMode, s.NewMode = modeString(m.oldMode), modeString(m.newMode)
+	case m.setid():
+		s.NewMode = modeString(m.newMode)
+	}
+	if m.ownerChanged() {
+		s.OldOwner, s.NewOwner = m.oldOwner.String(), m.newOwner.String()
+	}
 	return s, err
 }
 

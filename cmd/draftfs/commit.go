@@ -19,10 +19,12 @@ var (
 	flagCommitForce  bool
 	flagCommitJSON   bool
 	flagCommitSkipIg bool
+	flagAllowSetid   bool
+	flagAllowOwner   bool
 )
 
 var commitCmd = &cobra.Command{
-	Use:   "commit [--dry-run] [--force] [--skip-ignored] [--json] [PATH...]",
+	Use:   "commit [--dry-run] [--force] [--skip-ignored] [--allow-setid] [--allow-owner] [--json] [PATH...]",
 	Short: "Write the draft's changes to disk",
 	Long: `Applies the draft's changes (all, or below each PATH) to the workspace on
 disk: each file atomically (a temporary file renamed over it, its mode
@@ -43,13 +45,21 @@ too, folded in the report as in draftfs status; --skip-ignored leaves it
 in the draft. A change that changes nothing (a touch, a rewrite with the
 same content) is not committed; the draft forgets it.
 
+A commit never writes set-uid, set-gid or sticky bits, nor gives a path
+another owner than the disk has (or, for a new path, would give it),
+unless asked: such a path refuses the commit like a conflict, --force or
+not, until you commit with --allow-setid or --allow-owner, or chmod or
+chown it in the view. A path whose parent directory is a symlink on disk
+now refuses the commit too: commit and undo never go through one.
+
 --dry-run reports what a commit would do (status 1 if it would be
 refused), with a count of each kind of change. --json prints the report as JSON: {"id", "applied": [status
 entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 	Example: `  draftfs commit
   draftfs commit src/ README.md
   draftfs commit --dry-run
-  draftfs commit --force src/main.go`,
+  draftfs commit --force src/main.go
+  draftfs commit --allow-setid bin/tool`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
 		s, paths, err := connectFor(a, false)
@@ -66,6 +76,7 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 		res, err := s.Commit(control.CommitParams{
 			Draft: s.cfg.draft, Paths: paths, Force: flagCommitForce, DryRun: flagCommitDryRun,
 			SkipIgnored: flagCommitSkipIg,
+			AllowSetid:  flagAllowSetid, AllowOwner: flagAllowOwner,
 		}, onProgress)
 		prog.finish()
 		refused := errors.Is(err, overlay.ErrConflict) && res != nil
@@ -95,6 +106,8 @@ func init() {
 	f.BoolVar(&flagCommitForce, "force", false, "commit conflicting paths too: the draft wins")
 	f.BoolVar(&flagCommitJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&flagCommitSkipIg, "skip-ignored", false, "leave what git ignores (and .git/) in the draft")
+	f.BoolVar(&flagAllowSetid, "allow-setid", false, "commit set-uid, set-gid and sticky bits the draft gives paths")
+	f.BoolVar(&flagAllowOwner, "allow-owner", false, "commit the owners the draft gives paths where they differ from the disk's")
 	root.AddCommand(commitCmd)
 }
 
@@ -164,8 +177,8 @@ func printRefusal(w io.Writer, cfg *config, res *overlay.CommitResult) {
 		verb = "commit would be refused"
 	}
 	n := len(res.Conflicts)
-	fmt.Fprintf(w, "draftfs commit: %s: %d %s changed since the agent's copy and %s not merge cleanly:\n",
-		verb, n, plural(n, "path", "paths"), plural(n, "does", "do"))
+	fmt.Fprintf(w, "draftfs commit: %s: %d %s cannot be committed as %s:\n",
+		verb, n, plural(n, "path", "paths"), plural(n, "it is", "they are"))
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(w, "  C %s: %s\n", c.Path, c.Reason)
 	}

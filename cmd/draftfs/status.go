@@ -46,10 +46,15 @@ listed on a line of its own. --ignored lists them path by path. Commit
 applies them too (draftfs commit --skip-ignored leaves them in the
 draft).
 
+A change of mode or owner follows the path: "(mode 100644 -> 104755)",
+"(mode 106755)" for a new path with set-id or sticky bits, "(owner 0:0
+-> 1000:1000)".
+
 --json prints an array of {"path", "change", "from"?, "conflict",
-"ignored"?, "fold"?, "alsoIn"?} with change one of modified, added,
-deleted, renamed, every path listed; "fold" is the line an ignored path
-is folded into, "alsoIn" the other drafts that change it too.`,
+"ignored"?, "fold"?, "alsoIn"?, "oldMode"?, "newMode"?, "oldOwner"?,
+"newOwner"?} with change one of modified, added, deleted, renamed, every
+path listed; "fold" is the line an ignored path is folded into,
+"alsoIn" the other drafts that change it too.`,
 	Example: `  draftfs status
   draftfs status src/
   draftfs status --json | jq -r '.[] | select(.conflict) | .path'`,
@@ -86,11 +91,20 @@ func printStatus(w io.Writer, st []overlay.StatusEntry, all bool) {
 		st = foldIgnored(st)
 	}
 	for _, e := range st {
+		line := e.Letter() + " " + e.Path
 		if e.From != "" {
-			fmt.Fprintf(w, "%s %s -> %s\n", e.Letter(), e.From, e.Path)
-		} else {
-			fmt.Fprintf(w, "%s %s\n", e.Letter(), e.Path)
+			line = e.Letter() + " " + e.From + " -> " + e.Path
 		}
+		switch {
+		case e.OldMode != "":
+			line += " (mode " + e.OldMode + " -> " + e.NewMode + ")"
+		case e.NewMode != "":
+			line += " (mode " + e.NewMode + ")"
+		}
+		if e.NewOwner != "" {
+			line += " (owner " + e.OldOwner + " -> " + e.NewOwner + ")"
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 

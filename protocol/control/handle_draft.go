@@ -169,7 +169,7 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 			return &overlay.CommitResult{DryRun: p.DryRun, Applied: []overlay.StatusEntry{}}, nil
 		}
 	}
-	opts := overlay.CommitOptions{Keys: keys, Force: p.Force, DryRun: p.DryRun, Source: src}
+	opts := overlay.CommitOptions{Keys: keys, Force: p.Force, DryRun: p.DryRun, AllowSetid: p.AllowSetid, AllowOwner: p.AllowOwner, Source: src}
 	if len(keys) == 0 {
 		opts.Keys = nil
 	}

@@ -128,6 +128,10 @@ type CommitParams struct {
 	DryRun bool     `json:"dryRun,omitempty"`
 	// SkipIgnored leaves out what git ignores (and .git directories).
 	SkipIgnored bool `json:"skipIgnored,omitempty"`
+	// AllowSetid and AllowOwner commit set-id/sticky bits and owners
+	// other than the disk's (see overlay.CommitOptions).
+	AllowSetid bool `json:"allowSetid,omitempty"`
+	AllowOwner bool `json:"allowOwner,omitempty"`
 	// Progress asks for draft/commitProgress notifications.
 	Progress bool   `json:"progress,omitempty"`
 	Source   string `json:"source,omitempty"`

@@ -128,8 +128,11 @@ func TestReview(t *testing.T) {
 
 	st, err := c.Status(PathsParams{})
 	must(t, err)
-	got := fmt.Sprint(st)
-	want := "[{bin added  false false  []} {keep.txt modified  false false  []} {new/file.txt added  false false  []}]"
+	got := ""
+	for _, s := range st {
+		got += fmt.Sprintf("{%s %s %s %v %v} ", s.Path, s.Change, s.From, s.Conflict, s.Ignored)
+	}
+	want := "{bin added  false false} {keep.txt modified  false false} {new/file.txt added  false false} "
 	if got != want {
 		t.Fatalf("status %s", got)
 	}

@@ -1,0 +1,139 @@
+package overlay_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// Another user of an --allow-other mount copies a program in and makes
+// it set-uid and set-gid: the commit (by root here) refuses it, naming
+// the path, unless asked with AllowSetid; status and diff show the mode.
+func TestCommitRefusesSetidUnlessAsked(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"tool": "#!/bin/sh\n"})
+	mustWrite(t, e.v, "prog", "#!/bin/sh\nid\n")
+	must(t, e.v.Chmod("prog", 0o755|fs.ModeSetuid|fs.ModeSetgid))
+	must(t, e.v.Chmod("tool", 0o755|fs.ModeSetuid))
+
+	st, err := e.d.Status()
+	must(t, err)
+	got := map[string]overlay.StatusEntry{}
+	for _, s := range st {
+		got[s.Path] = s
+	}
+	if s := got["prog"]; s.NewMode != "106755" || s.OldMode != "" {
+		t.Errorf("status of prog: %+v, want newMode 106755", s)
+	}
+	if s := got["tool"]; s.OldMode != "100644" || s.NewMode != "104755" {
+		t.Errorf("status of tool: %+v, want oldMode 100644, newMode 104755", s)
+	}
+	diffs, err := e.d.Diff()
+	must(t, err)
+	patches := ""
+	for _, fd := range diffs {
+		patches += fd.Patch
+	}
+	for _, want := range []string{"new file mode 106755\n", "old mode 100644\nnew mode 104755\n"} {
+		if !strings.Contains(patches, want) {
+			t.Errorf("diff lacks %q:\n%s", want, patches)
+		}
+	}
+
+	for _, force := range []bool{false, true} {
+		res, err := e.d.Commit(overlay.CommitOptions{Force: force})
+		if !errors.Is(err, overlay.ErrConflict) {
+			t.Fatalf("commit (force %v): %v, want ErrConflict", force, err)
+		}
+		if len(res.Conflicts) != 2 || res.Conflicts[0].Path != "prog" || !strings.Contains(res.Conflicts[0].Reason, "--allow-setid") {
+			t.Fatalf("commit (force %v): conflicts %+v, want prog and tool naming --allow-setid", force, res.Conflicts)
+		}
+	}
+	if _, err := os.Lstat(e.disk("prog")); !os.IsNotExist(err) {
+		t.Fatalf("refused commit wrote prog: %v", err)
+	}
+	if _, err := e.d.Commit(overlay.CommitOptions{AllowSetid: true}); err != nil {
+		t.Fatalf("commit --allow-setid: %v", err)
+	}
+	for k, want := range map[string]fs.FileMode{"prog": 0o755 | fs.ModeSetuid | fs.ModeSetgid, "tool": 0o755 | fs.ModeSetuid} {
+		if fi, err := os.Lstat(e.disk(k)); err != nil || fi.Mode() != want {
+			t.Errorf("%s on disk after --allow-setid: %v %v, want %v", k, fi.Mode(), err, want)
+		}
+	}
+}
+
+// A sticky or set-gid bit new on a directory is asked for too; one the
+// disk already has is not.
+func TestCommitDirectorySpecialBits(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"shared/": "", "tmp/": ""})
+	must(t, os.Chmod(e.disk("tmp"), 0o777|fs.ModeSticky))
+	must(t, e.v.Chmod("shared", 0o775|fs.ModeSetgid))
+	mustWrite(t, e.v, "tmp/f", "f\n")
+	res, err := e.d.Commit(overlay.CommitOptions{})
+	if !errors.Is(err, overlay.ErrConflict) || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "shared" {
+		t.Fatalf("commit: %v %+v, want a refusal for shared only", err, res)
+	}
+	if _, err := e.d.Commit(overlay.CommitOptions{Keys: []string{"tmp"}}); err != nil {
+		t.Fatalf("commit of tmp (sticky on disk already): %v", err)
+	}
+}
+
+// The owner the draft gives a path is committed only when asked; a file
+// the commit replaces keeps the disk's owner (root commits here).
+func TestCommitOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	e := newViewEnv(t, map[string]string{"theirs": "t\n", "mine": "m\n"})
+	must(t, os.Chown(e.disk("theirs"), 65534, 65534))
+	mustWrite(t, e.v, "theirs", "changed\n")
+	mustWrite(t, e.v, "planted", "p\n")
+	must(t, e.v.Chown("planted", 65534, 65534))
+	must(t, e.v.Chown("mine", 65534, 65534))
+
+	st, err := e.d.Status()
+	must(t, err)
+	owners := map[string]string{}
+	for _, s := range st {
+		owners[s.Path] = s.OldOwner + " -> " + s.NewOwner
+	}
+	want := map[string]string{"mine": "0:0 -> 65534:65534", "planted": "0:0 -> 65534:65534", "theirs": " -> "}
+	for k, w := range want {
+		if owners[k] != w {
+			t.Errorf("status owner of %s: %q, want %q", k, owners[k], w)
+		}
+	}
+	diffs, err := e.d.Diff("mine")
+	must(t, err)
+	if len(diffs) != 1 || !strings.Contains(diffs[0].Patch, "old owner 0:0\nnew owner 65534:65534\n") {
+		t.Errorf("diff of mine: %+v", diffs)
+	}
+
+	res, err := e.d.Commit(overlay.CommitOptions{})
+	if !errors.Is(err, overlay.ErrConflict) || len(res.Conflicts) != 2 {
+		t.Fatalf("commit: %v %+v, want mine and planted refused", err, res)
+	}
+	if _, err := e.d.Commit(overlay.CommitOptions{Keys: []string{"theirs"}}); err != nil {
+		t.Fatal(err)
+	}
+	ownerOf := func(k string) uint32 {
+		fi, err := os.Lstat(e.disk(k))
+		must(t, err)
+		return fi.Sys().(*syscall.Stat_t).Uid
+	}
+	if u := ownerOf("theirs"); u != 65534 {
+		t.Errorf("theirs owned by %d after commit, want the disk's 65534", u)
+	}
+	if _, err := e.d.Commit(overlay.CommitOptions{AllowOwner: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mine", "planted"} {
+		if u := ownerOf(k); u != 65534 {
+			t.Errorf("%s owned by %d after --allow-owner, want 65534", k, u)
+		}
+	}
+}
