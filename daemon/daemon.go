@@ -49,6 +49,7 @@ type Daemon struct {
 	draft  *overlay.Draft // the default draft
 	srv    *control.Server
 	l      *net.UnixListener
+	agents *net.UnixListener // the agent socket (control.AgentSocketPath)
 	lock   *os.File
 	socket string        // read only
 	done   chan struct{} // closed when the Options.Mount mount is gone
@@ -108,6 +109,14 @@ func Start(opts Options) (*Daemon, error) {
 			opts.Logf("control socket: %v", err)
 		}
 	}()
+	if d.agents, err = control.Listen(control.AgentSocketPath(opts.StateDir)); err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := d.srv.ServeAgents(d.agents); err != nil {
+			opts.Logf("agent socket: %v", err)
+		}
+	}()
 	if opts.Mount != "" {
 		if _, err := d.Mount(opts.Draft, opts.Mount); err != nil {
 			return nil, err
@@ -160,6 +169,11 @@ func (d *Daemon) Close() error {
 	var errs []error
 	if d.srv != nil {
 		d.srv.Close()
+	}
+	for _, l := range []*net.UnixListener{d.l, d.agents} {
+		if l != nil {
+			l.Close() // when Close came before Serve took it
+		}
 	}
 	for _, m := range mounts {
 		if err := d.unmount(m); err != nil {

@@ -17,17 +17,13 @@ import (
 	"github.com/draftfs/draftfs/overlay"
 )
 
-// TestMain lets the test binary be Run's helper, and a mount server for
-// tests that need one in another process.
+// TestMain lets the test binary be a mount server for tests that need
+// one in another process.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case RunChildCommand:
-			os.Exit(RunChild(os.Args[2:]))
 		case serveCommand:
 			os.Exit(serveForTest(os.Args[2:]))
-		case runCommand:
-			os.Exit(runForTest(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())

@@ -36,6 +36,10 @@ type Options struct {
 	Debug bool
 	// Logf receives diagnostics; nil: the standard logger.
 	Logf func(string, ...any)
+	// StateDir is the workspace's state directory; the mount table
+	// names it and the draft as the mount's source, so that commands run
+	// inside the mount find the workspace it shows (see [FindView]).
+	StateDir string
 }
 
 // ErrDetached: the mount was busy, so it was detached lazily: it is gone
@@ -94,6 +98,11 @@ type Server struct {
 // outside the workspace, with every change logged as
 // [overlay.SourceMount]. It returns once the mount answers.
 func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
+	if os.Geteuid() != 0 {
+		if err := CheckUserMount(); err != nil {
+			return nil, err
+		}
+	}
 	mp, err := filepath.Abs(mountpoint)
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount point %s: %w", mountpoint, err)
@@ -129,7 +138,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	fopts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			AllowOther:  opts.AllowOther,
-			FsName:      "draftfs",
+			FsName:      viewSource(opts.StateDir, d.Name()),
 			Name:        "draftfs",
 			Options:     []string{"default_permissions"},
 			DirectMount: os.Geteuid() == 0,

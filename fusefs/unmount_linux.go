@@ -90,6 +90,7 @@ func unmountOnce(dir string, lazy bool) error {
 type mountInfo struct {
 	point  string
 	fsType string
+	source string
 }
 
 // findMount returns the topmost mount at dir, nil when dir is not a
@@ -121,7 +122,11 @@ func parseMountInfo(line string) (mountInfo, bool) {
 	if len(f) < 5 || len(g) < 1 {
 		return mountInfo{}, false
 	}
-	return mountInfo{point: unescapeMount(f[4]), fsType: g[0]}, true
+	m := mountInfo{point: unescapeMount(f[4]), fsType: g[0]}
+	if len(g) > 1 {
+		m.source = unescapeMount(g[1])
+	}
+	return m, true
 }
 
 // unescapeMount undoes the kernel's octal escapes (\040 for a space).

@@ -160,8 +160,8 @@ func (w *Workspace) Draft(name string) (*Draft, error) {
 	if name == "" {
 		name = DefaultDraft
 	}
-	if !draftName.MatchString(name) {
-		return nil, fmt.Errorf("overlay: draft name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
+	if err := CheckDraftName(name); err != nil {
+		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -177,6 +177,14 @@ func (w *Workspace) Draft(name string) (*Draft, error) {
 	}
 	w.drafts[name] = d
 	return d, nil
+}
+
+// CheckDraftName fails when name cannot name a draft.
+func CheckDraftName(name string) error {
+	if !draftName.MatchString(name) {
+		return fmt.Errorf("overlay: draft name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
+	}
+	return nil
 }
 
 // Drafts lists the drafts that exist in the state directory.

@@ -11,6 +11,7 @@ command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v nvim >/dev/null || need+=(neovim)
 command -v git >/dev/null || need+=(git)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv) # venvs in the review tests
+command -v bwrap >/dev/null || need+=(bubblewrap) # draftfs run and acp
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}"
   if [ "$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/draftfs/draftfs/contain"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/acp"
 	"github.com/draftfs/draftfs/protocol/files"
@@ -18,37 +20,72 @@ var flagDraftPerSession bool
 
 var acpCmd = &cobra.Command{
 	Use:   "acp [--] AGENT_CMD [ARGS...]",
-	Short: "Run an ACP agent so that it reads the merged view and writes to the draft",
+	Short: "Run an ACP agent inside the draft, between it and the editor",
 	Long: `Sits between an editor and an agent that speak the Agent Client Protocol:
 configure the editor to launch "draftfs acp -- AGENT_CMD ARGS..." instead
-of the agent. Messages pass unchanged both ways, except that the agent is
-told the editor can read and write files, and its fs/read_text_file and
-fs/write_text_file requests are answered from the merged view of the
-session's workspace (its cwd): it sees unsaved buffers, and what it
-writes lands in the draft, never on disk. Its terminal commands run on the
-merged view (draftfs run). Review with draftfs status and diff.
+of the agent.
 
-It uses the running daemon of each workspace, or serves the workspace
-itself while it runs. The exit status is the agent's.`,
+The agent process runs inside the draft, as under draftfs run: at the
+workspace's own path its own reads see the merged view (unsaved editor
+buffers included), and its own writes, its built-in tools and every
+process it spawns land in the draft, never on disk. That workspace is
+the proxy's: --workspace, else the one found from the current directory
+(see draftfs --help); the agent starts there, before any session/new.
+A session whose cwd (or additionalDirectories) lies outside it is
+refused: the agent's own file I/O there would reach the disk. Start one
+draftfs acp per workspace.
+
+Messages pass unchanged both ways, except that the agent is told the
+editor can read and write files, and its fs/read_text_file and
+fs/write_text_file requests are answered from the merged view of the
+session's workspace and draft; its terminal commands run inside the
+draft too (draftfs run). Review with draftfs status and diff, outside.
+
+--draft-per-session gives each session a draft of its own, named after
+the session, for what arrives through fs/* and terminals. The agent is
+one process in one view, so its own direct file I/O, whatever the
+session, lands in the proxy's draft (--draft). For agents that write
+with their own tools (most do now), run one draftfs acp per session
+instead.
+
+It uses the running daemon of the workspace, or serves the workspace
+itself while it runs. The exit status is the agent's. Needs what
+draftfs run needs (see draftfs run --help, which also says what is and
+is not isolated).`,
 	Example: `  draftfs acp -- gemini --experimental-acp
-  draftfs acp --draft-per-session -- npx @zed-industries/claude-code-acp`,
+  draftfs acp -- npx @zed-industries/claude-code-acp
+  draftfs --workspace ~/src/app acp -- codex-acp`,
 	Args: args(cobra.MinimumNArgs(1)),
 	RunE: func(cmd *cobra.Command, a []string) error {
 		exe, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("find the draftfs executable for terminals: %w", err)
 		}
+		cfg, err := loadConfig()
+		if err != nil {
+			return err
+		}
+		agent, stop, err := acpAgent(cfg, a)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				logf("acp: %v", err)
+			}
+		}()
 		views := &acpViews{}
-		defer views.close()
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
+		defer views.close() // before stop: views may use its daemon
+		ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stopSignals()
 		status, err := acp.Run(ctx, acp.Options{
-			Agent:           a,
+			Agent:           agent,
+			Allow:           func(dirs []string) error { return acpAllow(cfg, dirs) },
 			Stdin:           os.Stdin,
 			Stdout:          os.Stdout,
 			Stderr:          os.Stderr,
 			Open:            views.open,
-			Draft:           flagDraft,
+			Draft:           cfg.draft,
 			DraftPerSession: flagDraftPerSession,
 			Terminal: func(dir, draft string) (string, []string) {
 				args := []string{"--workspace", dir, "--draft", draft}
@@ -63,6 +100,52 @@ itself while it runs. The exit status is the agent's.`,
 		}
 		return exitStatus(status)
 	},
+}
+
+// acpAgent returns the command line that runs the agent inside cfg's
+// draft, with the mount it uses (stop releases it after the agent).
+// Inside draftfs run the agent is contained already: it runs as it is.
+func acpAgent(cfg *config, agent []string) (argv []string, stop func() error, err error) {
+	if cfg.insideRun() {
+		return agent, func() error { return nil }, nil
+	}
+	dir := runDir(cfg)
+	if dir == "" {
+		dir = cfg.workspace
+	}
+	spec, err := containSpec(cfg, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := contain.Check(); err != nil {
+		return nil, nil, err
+	}
+	if spec.View, stop, err = runMount(cfg); err != nil {
+		return nil, nil, err
+	}
+	if argv, err = contain.Args(spec, agent); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return argv, stop, nil
+}
+
+// acpAllow refuses sessions in directories outside the workspace the
+// agent is contained in.
+func acpAllow(cfg *config, dirs []string) error {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		p := d
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			p = r
+		}
+		if !within(cfg.inWorkspace(p), cfg.workspace) {
+			return fmt.Errorf("draftfs acp runs this agent inside the draft of %s, and %s lies outside it, where the agent's own file I/O would reach the disk: start another draftfs acp with --workspace %s", cfg.workspace, d, d)
+		}
+	}
+	return nil
 }
 
 func init() {

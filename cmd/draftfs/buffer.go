@@ -56,7 +56,7 @@ apart, so give increasing ones.`,
 		if !utf8.Valid(text) {
 			return errors.New("stdin is not UTF-8 text: buffers hold an editor's text")
 		}
-		s, paths, err := connectFor(a, true)
+		s, paths, err := connectFor(a, daemonOnly)
 		if err != nil {
 			return err
 		}

@@ -62,7 +62,7 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
   draftfs commit --allow-setid bin/tool`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
-		s, paths, err := connectFor(a, false)
+		s, paths, err := connectFor(a, readWrite)
 		if err != nil {
 			return err
 		}

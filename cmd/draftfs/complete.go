@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/overlay"
@@ -11,7 +13,7 @@ import (
 
 // completeChanged offers the paths the draft changed.
 func completeChanged(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	s, err := connect()
+	s, err := connect(readOnly)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
@@ -50,6 +52,9 @@ func completeDrafts(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.S
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if _, err := os.Stat(cfg.stateDir); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp // no state: no drafts, and none made
 	}
 	ws, err := overlay.Open(overlay.Options{Root: cfg.workspace, StateDir: cfg.stateDir})
 	if err != nil {

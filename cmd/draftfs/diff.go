@@ -51,7 +51,7 @@ own .git/) are left out, with a note on stderr; --ignored shows them.
 		default:
 			return usagef("--color must be auto, always or never, not %q", flagDiffColor)
 		}
-		s, paths, err := connectFor(a, false)
+		s, paths, err := connectFor(a, readOnly)
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ and nothing is dropped. Prints the paths dropped.`,
 		case !flagDiscardAll && len(a) == 0:
 			return usagef("give the PATHs to discard, or --all")
 		}
-		s, paths, err := connectFor(a, false)
+		s, paths, err := connectFor(a, readWrite)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ other clients for the drafts they read or write).
   draftfs drafts --json | jq -r '.[] | select(.changes > 0) | .name'`,
 	Args: args(cobra.NoArgs),
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		s, err := connect()
+		s, err := connect(readOnly)
 		if err != nil {
 			return err
 		}

@@ -56,6 +56,9 @@ type fixture struct {
 	ws    string
 	state string
 	tmp   string
+	// cred, when set, is the ordinary user that owns the fixture and
+	// runs every draftfs command of it (see userFixture).
+	cred *syscall.Credential
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -83,6 +86,20 @@ func (f *fixture) file(key, text string) {
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		f.t.Fatal(err)
 	}
+	f.own(p)
+}
+
+// own gives p and its parents up to the fixture's directory to the
+// fixture's user, if it has one.
+func (f *fixture) own(p string) {
+	if f.cred == nil {
+		return
+	}
+	for ; within(p, f.tmp); p = filepath.Dir(p) {
+		if err := os.Lchown(p, int(f.cred.Uid), int(f.cred.Gid)); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 }
 
 // disk reads a file of the workspace on disk.
@@ -106,17 +123,30 @@ func (r result) String() string {
 
 // cmd prepares draftfs with the fixture's global flags.
 func (f *fixture) cmd(args ...string) *exec.Cmd {
-	c := exec.Command(bin, append([]string{"--workspace", f.ws, "--state", f.state}, args...)...)
+	return f.as(exec.Command(bin, append([]string{"--workspace", f.ws, "--state", f.state}, args...)...))
+}
+
+// as prepares c to run in the workspace as the fixture's user.
+func (f *fixture) as(c *exec.Cmd) *exec.Cmd {
 	c.Dir = f.ws
 	// A race-enabled binary would sleep a second at every exit.
 	c.Env = append(os.Environ(), "NO_COLOR=", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+	if f.cred != nil {
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: f.cred}
+		c.Env = append(c.Env, "HOME="+f.tmp, "XDG_RUNTIME_DIR=", "XDG_STATE_HOME=", "USER="+testUser, "LOGNAME="+testUser)
+	}
 	return c
 }
 
 // run runs draftfs to the end, stdin from in.
 func (f *fixture) runIn(in string, args ...string) result {
 	f.t.Helper()
-	c := f.cmd(args...)
+	return f.finish(f.cmd(args...), in)
+}
+
+// finish runs c to the end, stdin from in.
+func (f *fixture) finish(c *exec.Cmd, in string) result {
+	f.t.Helper()
 	var out, errb bytes.Buffer
 	c.Stdin, c.Stdout, c.Stderr = strings.NewReader(in), &out, &errb
 	err := c.Run()
@@ -124,7 +154,7 @@ func (f *fixture) runIn(in string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		f.t.Fatalf("draftfs %v: %v", args, err)
+		f.t.Fatalf("%v: %v", c.Args, err)
 	}
 	return result{out.String(), errb.String(), code}
 }

@@ -338,15 +338,19 @@ func TestSubdirectory(t *testing.T) {
 	if err := f.agent().WriteFile("sub/deep/x.txt", []byte("y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The workspace found above the current directory is named on
+	// stderr.
 	c := exec.Command(bin, "--state", f.state, "status", "x.txt")
 	c.Dir = filepath.Join(f.ws, "sub", "deep")
-	out, err := c.CombinedOutput()
-	if err != nil || string(out) != "M sub/deep/x.txt\n" {
-		t.Fatalf("status in a subdirectory: %q %v", out, err)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil || string(out) != "M sub/deep/x.txt\n" || !strings.Contains(stderr.String(), f.ws) {
+		t.Fatalf("status in a subdirectory: %q %v, stderr %q", out, err, stderr.String())
 	}
 	c = exec.Command(bin, "--state", f.state, "socket")
 	c.Dir = filepath.Join(f.ws, "sub")
-	out, err = c.CombinedOutput()
+	out, err = c.Output()
 	if err != nil || strings.TrimSpace(string(out)) != f.socket() {
 		t.Fatalf("socket in a subdirectory: %q %v", out, err)
 	}

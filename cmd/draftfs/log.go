@@ -28,7 +28,7 @@ cli or editor.
   draftfs log --json | jq -r '.[] | select(.source == "mcp") | .path'`,
 	Args: args(cobra.NoArgs),
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		s, err := connect()
+		s, err := connect(readOnly)
 		if err != nil {
 			return err
 		}

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/draftfs/draftfs/daemon"
+	"github.com/draftfs/draftfs/fusefs"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/control"
 	"github.com/draftfs/draftfs/protocol/files"
@@ -17,30 +19,36 @@ type config struct {
 	workspace string // absolute, symlinks resolved
 	stateDir  string // the workspace's own state directory
 	draft     string
+	// view is the draftfs mount the command was started in (a mount, or
+	// the workspace itself inside draftfs run), nil when none: paths
+	// below its mount point name the workspace's files.
+	view *fusefs.View
+	// note says which workspace was found, when it is not the current
+	// directory (see loadConfig).
+	note string
 }
 
-// loadConfig resolves the global flags. Without --workspace the
-// workspace is the nearest directory, from the current one up, that
-// draftfs keeps state for (so commands work from anywhere inside a
-// workspace, as git's do), else the current directory.
-func loadConfig() (*config, error) { return loadConfigFor(flagWorkspace, flagDraft) }
-
-// loadConfigFor is loadConfig for a given workspace ("" : the current
-// directory's) and draft.
-func loadConfigFor(workspace, draft string) (*config, error) {
-	state := flagState
-	if state == "" {
-		if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
-			state = filepath.Join(x, "draftfs")
-		} else {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return nil, fmt.Errorf("no home directory for the state (give one with --state): %w", err)
-			}
-			state = filepath.Join(home, ".local", "state", "draftfs")
-		}
+// loadConfig resolves the global flags (see loadConfigFor) and says on
+// stderr which workspace it found when that is not the directory the
+// command was started in.
+func loadConfig() (*config, error) {
+	cfg, err := loadConfigFor(flagWorkspace, flagDraft, root.PersistentFlags().Changed("draft"))
+	if err == nil && cfg.note != "" {
+		logf("%s", cfg.note)
 	}
-	state, err := filepath.Abs(state)
+	return cfg, err
+}
+
+// loadConfigFor resolves a workspace ("": the current directory's) and
+// draft. A directory inside a draftfs mount (or inside draftfs run)
+// stands for the workspace and draft that mount shows (the draft unless
+// draftSet). Otherwise, without an explicit workspace, it is the nearest
+// directory from the current one up that draftfs keeps state for (so
+// commands work from anywhere inside a workspace, as git's do), stopping
+// at a repository's root (a directory with .git), else the current
+// directory.
+func loadConfigFor(workspace, draft string, draftSet bool) (*config, error) {
+	state, err := stateRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -59,23 +67,88 @@ func loadConfigFor(workspace, draft string) (*config, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory (give one with --workspace)", ws)
 	}
-	if workspace == "" {
-		ws = enclosingWorkspace(state, ws)
+	if v, err := fusefs.FindView(ws); err != nil {
+		return nil, err
+	} else if v != nil {
+		return viewConfig(v, draft, draftSet)
 	}
-	return &config{workspace: ws, stateDir: overlay.StateDir(state, ws), draft: draft}, nil
+	cfg := &config{workspace: ws, draft: draft}
+	if workspace == "" {
+		cfg.workspace = enclosingWorkspace(state, ws)
+		if cfg.workspace != ws {
+			cfg.note = "workspace " + cfg.workspace + " (the nearest directory up that draftfs keeps state for)"
+		}
+	}
+	cfg.stateDir = overlay.StateDir(state, cfg.workspace)
+	return cfg, nil
+}
+
+// stateRoot is where draftfs keeps the state of every workspace.
+func stateRoot() (string, error) {
+	state := flagState
+	if state == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+			state = filepath.Join(x, "draftfs")
+		} else {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no home directory for the state (give one with --state): %w", err)
+			}
+			state = filepath.Join(home, ".local", "state", "draftfs")
+		}
+	}
+	return filepath.Abs(state)
+}
+
+// viewConfig is the configuration of a command started inside the
+// draftfs mount v: its daemon says which workspace the mount shows.
+func viewConfig(v *fusefs.View, draft string, draftSet bool) (*config, error) {
+	sock := control.SocketPath(v.StateDir)
+	c, err := control.Dial(sock)
+	if err != nil {
+		return nil, fmt.Errorf("%s is a draftfs mount whose daemon does not answer (%w): unmount it with draftfs unmount %s", v.Mountpoint, err, v.Mountpoint)
+	}
+	defer c.Close()
+	res, err := c.Initialize(control.InitializeParams{ClientInfo: control.Implementation{Name: "draftfs", Version: version()}})
+	if err != nil {
+		return nil, fmt.Errorf("the daemon of the draftfs mount %s: %w", v.Mountpoint, err)
+	}
+	cfg := &config{workspace: res.Workspace, stateDir: v.StateDir, draft: v.Draft, view: v}
+	if draftSet {
+		cfg.draft = draft
+	}
+	if v.Mountpoint != cfg.workspace {
+		cfg.note = fmt.Sprintf("%s shows workspace %s (draft %s)", v.Mountpoint, cfg.workspace, v.Draft)
+	}
+	return cfg, nil
 }
 
 // enclosingWorkspace is the nearest of dir and its parents that has
-// state under stateRoot, or dir.
+// state under stateRoot, or dir. The search stops at a repository's
+// root: a project with its own .git is never taken into the state of a
+// directory above it.
 func enclosingWorkspace(stateRoot, dir string) string {
 	for d := dir; ; d = filepath.Dir(d) {
 		if fi, err := os.Stat(overlay.StateDir(stateRoot, d)); err == nil && fi.IsDir() {
 			return d
 		}
-		if d == filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil || d == filepath.Dir(d) {
 			return dir
 		}
 	}
+}
+
+// inWorkspace maps a path seen through the view the command runs in to
+// the workspace's own path; other paths are returned as they are.
+func (c *config) inWorkspace(p string) string {
+	if c.view == nil {
+		return p
+	}
+	rel, err := filepath.Rel(c.view.Mountpoint, p)
+	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+		return p
+	}
+	return filepath.Join(c.workspace, rel)
 }
 
 // socket is the workspace's control socket.
@@ -98,8 +171,26 @@ type session struct {
 	close  func()
 }
 
+// access is what a command does to the workspace, which decides how it
+// reaches it.
+type access int
+
+const (
+	// readOnly commands (status, diff, log) never create state or a
+	// draft: without state the draft is empty, and an unknown draft is an
+	// error naming those that exist.
+	readOnly access = iota
+	// readWrite commands open (and create) the state when no daemon runs.
+	readWrite
+	// daemonOnly commands need a daemon (buffers live in it).
+	daemonOnly
+)
+
 // connect opens a session for the global flags.
-func connect() (*session, error) {
+func connect(acc access) (*session, error) {
+	if acc == daemonOnly {
+		return connectDaemon()
+	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, err
@@ -111,39 +202,52 @@ func connect() (*session, error) {
 	if !errors.Is(err, control.ErrNoDaemon) {
 		return nil, err
 	}
-	ws, err := overlay.Open(overlay.Options{Root: cfg.workspace, StateDir: cfg.stateDir})
+	stateDir, cleanup := cfg.stateDir, func() {}
+	if _, err := os.Stat(stateDir); errors.Is(err, fs.ErrNotExist) && acc == readOnly {
+		// Nothing was ever recorded here: answer from an empty state
+		// that goes away with the command.
+		if stateDir, err = os.MkdirTemp("", "draftfs-empty-"); err != nil {
+			return nil, err
+		}
+		cleanup = func() { os.RemoveAll(stateDir) }
+	}
+	ws, err := overlay.Open(overlay.Options{Root: cfg.workspace, StateDir: stateDir})
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
-	if _, err := ws.Draft(cfg.draft); err != nil {
+	closeAll := func() {
 		ws.Close()
+		cleanup()
+	}
+	if acc == readOnly {
+		err = control.CheckDraftExists(ws, cfg.draft)
+	}
+	if err == nil {
+		_, err = ws.Draft(cfg.draft)
+	}
+	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	srv := control.NewServer(ws, control.ServerOptions{Draft: cfg.draft, Version: version(), Logf: logf})
 	c, err = srv.Connect()
 	if err != nil {
 		srv.Close()
-		ws.Close()
+		closeAll()
 		return nil, err
 	}
 	return &session{Client: c, cfg: cfg, close: func() {
 		c.Close()
 		srv.Close()
-		ws.Close()
+		closeAll()
 	}}, nil
 }
 
-// paths turns path arguments into what the daemon takes: absolute
-// paths. Relative ones are taken from the current directory when it is
-// inside the workspace, else from the workspace's root.
-// connectFor is connect (or connectDaemon, with daemonOnly) followed by
-// paths(args); the caller closes the session.
-func connectFor(args []string, daemonOnly bool) (*session, []string, error) {
-	open := connect
-	if daemonOnly {
-		open = connectDaemon
-	}
-	s, err := open()
+// connectFor is connect followed by paths(args); the caller closes the
+// session.
+func connectFor(args []string, acc access) (*session, []string, error) {
+	s, err := connect(acc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,10 +259,15 @@ func connectFor(args []string, daemonOnly bool) (*session, []string, error) {
 	return s, paths, nil
 }
 
+// paths turns path arguments into what the daemon takes: absolute
+// paths of the workspace. Relative ones are taken from the current
+// directory when it is inside the workspace (or the view the command
+// runs in), else from the workspace's root.
 func (s *session) paths(args []string) ([]string, error) {
 	base := s.cfg.workspace
 	if wd, err := os.Getwd(); err == nil {
 		if wd, err = filepath.EvalSymlinks(wd); err == nil {
+			wd = s.cfg.inWorkspace(wd)
 			if rel, err := filepath.Rel(s.cfg.workspace, wd); err == nil && (rel == "." || filepath.IsLocal(rel)) {
 				base = wd
 			}
@@ -172,7 +281,7 @@ func (s *session) paths(args []string) ([]string, error) {
 		if !filepath.IsAbs(a) {
 			a = filepath.Join(base, a)
 		}
-		out[i] = a
+		out[i] = s.cfg.inWorkspace(a)
 	}
 	return out, nil
 }
@@ -199,15 +308,24 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 // that `draftfs status`, editors and other commands still reach the
 // workspace. Call closeFiles when done.
 func workspaceFiles(src overlay.Source) (f files.Files, closeFiles func() error, err error) {
-	return workspaceFilesAt(flagWorkspace, flagDraft, src)
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	return filesOf(cfg, src)
 }
 
 // workspaceFilesAt is workspaceFiles for a given workspace and draft.
 func workspaceFilesAt(workspace, draft string, src overlay.Source) (f files.Files, closeFiles func() error, err error) {
-	cfg, err := loadConfigFor(workspace, draft)
+	cfg, err := loadConfigFor(workspace, draft, true)
 	if err != nil {
 		return nil, nil, err
 	}
+	return filesOf(cfg, src)
+}
+
+// filesOf is workspaceFiles for cfg.
+func filesOf(cfg *config, src overlay.Source) (f files.Files, closeFiles func() error, err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := control.Dial(cfg.socket())
 		if err == nil {

@@ -60,7 +60,7 @@ path listed; "fold" is the line an ignored path is folded into,
   draftfs status --json | jq -r '.[] | select(.conflict) | .path'`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
-		s, paths, err := connectFor(a, false)
+		s, paths, err := connectFor(a, readOnly)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ those changes), or when the draft has new changes at the same paths.`,
 	Example: `  draftfs commit && make test || draftfs undo`,
 	Args:    args(cobra.NoArgs),
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		s, err := connect()
+		s, err := connect(readWrite)
 		if err != nil {
 			return err
 		}

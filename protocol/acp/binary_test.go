@@ -107,7 +107,7 @@ func runBinary(t *testing.T, bin, ws, state string, prompts any, acpFlags ...str
 	t.Helper()
 	node, scripts := nodePeers(t)
 	pf, out := writePrompts(t, t.TempDir(), prompts)
-	args := []string{filepath.Join(scripts, "editor.mjs"), "--cwd", ws, "--prompts", pf, "--out", out, "--terminal", "--", bin, "--state", state, "acp"}
+	args := []string{filepath.Join(scripts, "editor.mjs"), "--cwd", ws, "--prompts", pf, "--out", out, "--terminal", "--", bin, "--workspace", ws, "--state", state, "acp"}
 	args = append(append(args, acpFlags...), "--", node, filepath.Join(scripts, "agent.mjs"))
 	editor := exec.Command(node, args...)
 	editor.Stderr = os.Stderr

@@ -138,6 +138,10 @@ func (p *proxy) fromEditor(line []byte, m *message) {
 		if m.method == MethodInitialize {
 			line = p.initialize(line, m)
 		}
+		if err := p.allow(m); err != nil {
+			p.editor.write(errorLine(m.id, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: err.Error()}))
+			return
+		}
 		p.track(m)
 	}
 	p.agent.write(line)
@@ -185,6 +189,25 @@ func (p *proxy) initialize(line []byte, m *message) []byte {
 	fs = setMember(fs, "writeTextFile", []byte("true"))
 	caps = setMember(caps, "fs", fs)
 	return setMember(line, "params", setMember(m.params, "clientCapabilities", caps))
+}
+
+// allow applies Options.Allow to a request that creates or loads a
+// session.
+func (p *proxy) allow(m *message) error {
+	if p.opts.Allow == nil {
+		return nil
+	}
+	switch m.method {
+	case MethodSessionNew, MethodSessionFork, MethodSessionLoad, MethodSessionResume:
+	default:
+		return nil
+	}
+	var sp struct {
+		Cwd                   string   `json:"cwd"`
+		AdditionalDirectories []string `json:"additionalDirectories"`
+	}
+	json.Unmarshal(m.params, &sp)
+	return p.opts.Allow(append([]string{sp.Cwd}, sp.AdditionalDirectories...))
 }
 
 // track remembers an editor request until the agent answers it, and

@@ -18,8 +18,14 @@ import (
 // Options configure Run.
 type Options struct {
 	// Agent is the agent's command line. It runs with the proxy's
-	// environment and working directory.
+	// environment and working directory (draftfs acp makes it a command
+	// line that runs the agent inside the draft).
 	Agent []string
+	// Allow, when set, vets the directories of each session the editor
+	// creates or loads (cwd, then additionalDirectories): an error
+	// refuses the request (-32602, with the error's message) before the
+	// agent sees it.
+	Allow func(dirs []string) error
 	// Stdin and Stdout connect to the editor. Run closes Stdin when it
 	// is an io.Closer, to end its reader, but does not wait for a Read
 	// that Close cannot interrupt (a terminal). Stderr receives the

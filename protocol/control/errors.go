@@ -49,6 +49,7 @@ const (
 	kindDiskChanged   = "diskChanged"
 	kindNoChanges     = "noChanges"
 	kindPeer          = "peer"
+	kindReview        = "review"
 	kindNotFound      = "notFound"
 	kindNotOpen       = "notOpen"
 	kindResync        = "resync"
@@ -65,6 +66,17 @@ type ErrorData struct {
 	Errno string `json:"errno,omitempty"` // "ENOENT", ... for file errors
 	// Result is the refused operation's report (a commit's conflicts).
 	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// refusedToAgent is the answer to a user's method (commit, discard,
+// undo, buffers, mounts) asked for from inside draftfs run or acp.
+func refusedToAgent(method string) *jsonrpc2.Error {
+	e := &jsonrpc2.Error{
+		Code:    CodeRefused,
+		Message: fmt.Sprintf("%s is refused inside draftfs run and draftfs acp: reviewing the draft (commit, discard, undo, editor buffers) belongs to the user, outside; status, diff and log work here", strings.TrimPrefix(method, "draft/")),
+	}
+	e.SetError(ErrorData{Kind: kindReview})
+	return e
 }
 
 // errNoChanges: a discard named a path the draft has no changes at.

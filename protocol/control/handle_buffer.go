@@ -16,6 +16,9 @@ type method struct {
 	// buffer methods change a buffer: when one sent as a notification
 	// fails, the client is asked for the full text (buffer/resync).
 	buffer bool
+	// user methods belong to the user's review (commit, discard, undo,
+	// editor buffers, mounts): they are refused on the agent socket.
+	user bool
 }
 
 // methods is the protocol; set in init, as handlers refer to it.
@@ -24,19 +27,19 @@ var methods map[string]method
 func init() {
 	methods = map[string]method{
 		"initialize":       {fn: (*conn).initialize, ordered: true},
-		"buffer/didOpen":   {fn: (*conn).didOpen, ordered: true, buffer: true},
-		"buffer/didChange": {fn: (*conn).didChange, ordered: true, buffer: true},
-		"buffer/didSave":   {fn: (*conn).didSave, ordered: true, buffer: true},
-		"buffer/didClose":  {fn: (*conn).didClose, ordered: true, buffer: true},
+		"buffer/didOpen":   {fn: (*conn).didOpen, ordered: true, buffer: true, user: true},
+		"buffer/didChange": {fn: (*conn).didChange, ordered: true, buffer: true, user: true},
+		"buffer/didSave":   {fn: (*conn).didSave, ordered: true, buffer: true, user: true},
+		"buffer/didClose":  {fn: (*conn).didClose, ordered: true, buffer: true, user: true},
 		"buffer/list":      {fn: (*conn).bufferList},
 		"draft/status":     {fn: (*conn).status},
 		"draft/diff":       {fn: (*conn).diff},
 		"draft/read":       {fn: (*conn).read},
-		"draft/commit":     {fn: (*conn).commit},
-		"draft/discard":    {fn: (*conn).discard},
-		"draft/undo":       {fn: (*conn).undo},
+		"draft/commit":     {fn: (*conn).commit, user: true},
+		"draft/discard":    {fn: (*conn).discard, user: true},
+		"draft/undo":       {fn: (*conn).undo, user: true},
 		"draft/log":        {fn: (*conn).log},
-		"draft/mount":      {fn: (*conn).mount},
+		"draft/mount":      {fn: (*conn).mount, user: true},
 		"draft/list":       {fn: (*conn).draftList},
 		"fs/resolve":       {fn: (*conn).fsResolve},
 		"fs/stat":          {fn: (*conn).fsStat},

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,46 @@ func (s *Server) draft(name string) (*overlay.Draft, error) {
 	}
 	return s.ws.Draft(name)
 }
+
+// existingDraft is draft for requests that only read: they never create
+// a draft, and one that does not exist is an error naming those that do.
+func (s *Server) existingDraft(name string) (*overlay.Draft, error) {
+	if name == "" {
+		name = s.opts.Draft
+	}
+	if name != s.opts.Draft {
+		if err := CheckDraftExists(s.ws, name); err != nil {
+			return nil, err
+		}
+	}
+	return s.ws.Draft(name)
+}
+
+// CheckDraftExists fails, naming the drafts there are, when ws has no
+// draft called name (the default one always exists).
+func CheckDraftExists(ws *overlay.Workspace, name string) error {
+	if name == overlay.DefaultDraft {
+		return nil
+	}
+	names, err := ws.Drafts()
+	if err != nil || slices.Contains(names, name) {
+		return err
+	}
+	if err := overlay.CheckDraftName(name); err != nil {
+		return err
+	}
+	have := "it has none yet"
+	if len(names) > 0 {
+		have = "its drafts: " + strings.Join(names, ", ")
+	}
+	return noDraftError(fmt.Sprintf("the workspace has no draft %q (%s)", name, have))
+}
+
+// noDraftError: a request named a draft that does not exist.
+type noDraftError string
+
+func (e noDraftError) Error() string { return string(e) }
+func (e noDraftError) Unwrap() error { return fs.ErrNotExist }
 
 // name maps a path that names a draft entry to its key: symlinks in its
 // directories are followed, the last element is not, so a symlink the
@@ -80,13 +122,14 @@ func withChanges(d *overlay.Draft, keys []string) error {
 	return nil
 }
 
-// pathsOf decodes PathsParams and maps them to keys of their draft.
+// pathsOf decodes the PathsParams of a request that only reads and
+// maps them to keys of their draft, which must exist.
 func (cn *conn) pathsOf(req *jsonrpc2.Request) (*overlay.Draft, []string, error) {
 	var p PathsParams
 	if err := decode(req, &p); err != nil {
 		return nil, nil, err
 	}
-	d, err := cn.s.draft(p.Draft)
+	d, err := cn.s.existingDraft(p.Draft)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,7 +170,7 @@ func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := decode(req, &p, "path"); err != nil {
 		return nil, err
 	}
-	d, err := cn.s.draft(p.Draft)
+	d, err := cn.s.existingDraft(p.Draft)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +337,7 @@ func (cn *conn) log(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	d, err := cn.s.draft(p.Draft)
+	d, err := cn.s.existingDraft(p.Draft)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,15 @@ func NewServer(ws *overlay.Workspace, opts ServerOptions) *Server {
 
 // Serve accepts connections on l until l fails or the server closes.
 // Peers of another user are refused. It returns nil after Close.
-func (s *Server) Serve(l *net.UnixListener) error {
+func (s *Server) Serve(l *net.UnixListener) error { return s.serve(l, false) }
+
+// ServeAgents is Serve for the agent socket, the only one reachable
+// inside draftfs run and acp: its connections may read the draft and
+// write to it as the mount does, but the user's methods (commit,
+// discard, undo, buffers, mounts) are refused.
+func (s *Server) ServeAgents(l *net.UnixListener) error { return s.serve(l, true) }
+
+func (s *Server) serve(l *net.UnixListener, agents bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -117,17 +125,19 @@ func (s *Server) Serve(l *net.UnixListener) error {
 			c.Close()
 			continue
 		}
-		s.serveConn(c, int(cred.Pid))
+		s.serveConn(c, int(cred.Pid), agents)
 	}
 }
 
 // ServeConn serves one connection, already trusted, until it or the
 // server closes. It returns at once.
-func (s *Server) ServeConn(rwc io.ReadWriteCloser) { s.serveConn(rwc, os.Getpid()) }
+func (s *Server) ServeConn(rwc io.ReadWriteCloser) { s.serveConn(rwc, os.Getpid(), false) }
 
-// serveConn is ServeConn for a peer process known by pid.
-func (s *Server) serveConn(rwc io.ReadWriteCloser, pid int) {
+// serveConn is ServeConn for a peer process known by pid; agent: the
+// connection came through the agent socket.
+func (s *Server) serveConn(rwc io.ReadWriteCloser, pid int, agent bool) {
 	cn := &conn{
+		agent: agent,
 		s:     s,
 		pid:   pid,
 		done:  make(chan struct{}),
@@ -256,6 +266,9 @@ type conn struct {
 	// its unsaved text is gone with it. Buffers opened by plain scripts
 	// (`draftfs buffer open`) stay until closed.
 	editor atomic.Bool
+
+	// agent: the connection came through the agent socket (read only).
+	agent bool
 }
 
 // own makes cn, when an editor, the owner of the buffer at key (open),
@@ -314,6 +327,10 @@ func (cn *conn) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 		}
 		return
 	}
+	if m.user && cn.agent {
+		cn.refuseAgent(ctx, req)
+		return
+	}
 	if m.ordered {
 		cn.run(ctx, m, req)
 		return
@@ -332,6 +349,15 @@ func (cn *conn) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 		defer func() { <-cn.sem }()
 		cn.run(ctx, m, req)
 	}()
+}
+
+// refuseAgent answers a user's method sent through the agent socket.
+func (cn *conn) refuseAgent(ctx context.Context, req *jsonrpc2.Request) {
+	cn.s.opts.Logf("control: refused %s from inside draftfs run or acp", req.Method)
+	if req.Notif {
+		return
+	}
+	cn.rpc.ReplyWithError(ctx, req.ID, refusedToAgent(req.Method))
 }
 
 // run calls a method's handler and answers. A panicking handler is a

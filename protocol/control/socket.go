@@ -23,14 +23,30 @@ const sunPathMax = 107
 // state lives in stateDir is: stateDir/control.sock, or, when that is
 // too long for a Unix socket address (108 bytes), a short name made of
 // a hash of stateDir under $XDG_RUNTIME_DIR/draftfs or /tmp/draftfs-UID.
-func SocketPath(stateDir string) string {
-	p := filepath.Join(stateDir, "control.sock")
+func SocketPath(stateDir string) string { return socketPath(stateDir, "control") }
+
+// AgentSocketPath returns where the agent socket of the workspace whose
+// state lives in stateDir is (as SocketPath, named agent): the one
+// socket of the daemon that draftfs run and acp let their commands
+// reach, at the control socket's path (see Server.ServeAgents).
+func AgentSocketPath(stateDir string) string { return socketPath(stateDir, "agent") }
+
+func socketPath(stateDir, name string) string {
+	p := filepath.Join(stateDir, name+".sock")
 	if len(p) <= sunPathMax {
 		return p
 	}
 	sum := sha256.Sum256([]byte(stateDir))
-	return filepath.Join(shortDir(), hex.EncodeToString(sum[:8])+".sock")
+	suffix := ".sock"
+	if name != "control" {
+		suffix = "." + name + ".sock"
+	}
+	return filepath.Join(shortDir(), hex.EncodeToString(sum[:8])+suffix)
 }
+
+// SocketDir is the directory of the sockets whose paths are too long to
+// lie in their state directory.
+func SocketDir() string { return shortDir() }
 
 func shortDir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {

@@ -10,12 +10,17 @@
 // {op:"terminal", command, args?, cwd?}, {op:"update", text, _meta?},
 // {op:"cancelRead", path, afterMs} (starts a read and cancels it),
 // {op:"bench", path, count, warmup, size} (timed sequential reads),
-// {op:"exit", code} (dies in the middle of the turn).
+// {op:"exit", code} (dies in the middle of the turn). Steps that never
+// touch fs/*, as agents with their own tools do: {op:"readFile", path}
+// (readFileSync), {op:"writeFile", path, content} (writeFileSync),
+// {op:"sh", script} (spawns sh -c SCRIPT in the agent's directory),
+// {op:"cwd"} (the agent's working directory).
 //
 // With ACP_LOG_DIR set, every byte read and written goes to
 // agent-in.jsonl and agent-out.jsonl there, as it was on the wire.
 
 import * as acp from "@agentclientprotocol/sdk";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -122,6 +127,25 @@ async function step(s, sessionId, client) {
     }
     case "exit":
       process.exit(s.code);
+    case "readFile":
+      try {
+        return { content: fs.readFileSync(s.path, "utf8") };
+      } catch (e) {
+        return failure(e);
+      }
+    case "writeFile":
+      try {
+        fs.writeFileSync(s.path, s.content);
+        return {};
+      } catch (e) {
+        return failure(e);
+      }
+    case "sh": {
+      const r = spawnSync("sh", ["-c", s.script], { encoding: "utf8" });
+      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+    }
+    case "cwd":
+      return { cwd: process.cwd() };
   }
   return { error: { message: `unknown step ${s.op}` } };
 }
