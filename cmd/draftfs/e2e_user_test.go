@@ -181,28 +181,6 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// TestUserMount: an ordinary user mounts the merged view; commands run
-// inside the mount by that user report the workspace's draft.
-func TestUserMount(t *testing.T) {
-	needFUSE(t)
-	f := userFixture(t)
-	f.file("sub/a.txt", "disk\n")
-	mnt := filepath.Join(f.tmp, "view")
-	f.serve(mnt)
-	sh := f.as(exec.Command("sh", "-c", "echo draft > sub/a.txt && echo new > sub/new.txt && cd sub && "+bin+" --state "+f.state+" status"))
-	sh.Dir = mnt
-	out, err := sh.CombinedOutput()
-	if err != nil {
-		t.Fatalf("writing through the mount as %s: %v\n%s", testUser, err, out)
-	}
-	if !strings.Contains(string(out), "M sub/a.txt\nA sub/new.txt\n") {
-		t.Errorf("status inside the mount: %q", out)
-	}
-	if got := f.disk("sub/a.txt"); got != "disk\n" {
-		t.Errorf("the disk changed: %q", got)
-	}
-}
-
 // TestUserMountClosedFUSE: where /dev/fuse is closed to the user, mount
 // and run say so and how to fix it. (/dev/fuse is replaced by a file
 // only root may open, in a namespace of the command's own, since other
