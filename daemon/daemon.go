@@ -99,6 +99,7 @@ func Start(opts Options) (*Daemon, error) {
 		Version:    opts.Version,
 		Mountpoint: d.Mountpoint,
 		Mount:      func(draft string) (string, error) { return d.Mount(draft, "") },
+		Daemon:     true,
 		Logf:       opts.Logf,
 	})
 	if d.l, err = control.Listen(d.socket); err != nil {

@@ -53,8 +53,9 @@ func (cn *conn) use(draft string) {
 
 // users maps each draft to the processes using it.
 func (s *Server) users() map[string][]DraftUser {
-	out := map[string][]DraftUser{
-		s.opts.Draft: {{Pid: os.Getpid(), Client: "draftfs daemon", Command: commandLine(os.Getpid())}},
+	out := map[string][]DraftUser{}
+	if s.opts.Daemon {
+		out[s.opts.Draft] = []DraftUser{{Pid: os.Getpid(), Client: "draftfs daemon", Command: commandLine(os.Getpid())}}
 	}
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))

@@ -33,6 +33,10 @@ type ServerOptions struct {
 	// Mount mounts the merged view of a draft that is not mounted and
 	// returns where (draft/mount). Nil: the method fails.
 	Mount func(draft string) (string, error)
+	// Daemon: the server is a daemon's (not a command's own, for one
+	// request), so draft/list names its process as the default draft's
+	// user.
+	Daemon bool
 	// Logf reports what the daemon's user should know about: refused
 	// peers, dropped clients, failed notifications. Nil: discarded.
 	Logf func(format string, args ...any)
