@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -437,7 +438,7 @@ func (i *copyInfo) Sys() any {
 
 // onDisk reports whether f is a workspace file rather than a draft's.
 func (s *Server) onDisk(f *os.File) bool {
-	return within(f.Name(), s.d.Workspace().Root())
+	return beneath.Within(f.Name(), s.d.Workspace().Root())
 }
 
 // unpin closes n's pinned handle if it is f (nil: whichever it is).

@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -243,9 +244,9 @@ func checkMountpoint(mp, workspace string) error {
 	}
 	m, w := realPath(mp), realPath(workspace)
 	switch {
-	case within(m, w):
+	case beneath.Within(m, w):
 		return fmt.Errorf("fusefs: mount point %s is inside the workspace %s: choose a directory outside it", mp, workspace)
-	case within(w, m):
+	case beneath.Within(w, m):
 		return fmt.Errorf("fusefs: mount point %s contains the workspace %s: choose a directory outside it", mp, workspace)
 	}
 	return nil
@@ -257,11 +258,6 @@ func realPath(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
-}
-
-// within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // Mountpoint is where the view is mounted.

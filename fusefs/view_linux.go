@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/draftfs/draftfs/beneath"
 )
 
 // View is what a draftfs mount shows, as the mount table tells it.
@@ -46,7 +48,7 @@ func FindView(dir string) (*View, error) {
 	for sc.Scan() {
 		m, ok := parseMountInfo(sc.Text())
 		// The last of equal mount points is the one on top.
-		if ok && within(dir, m.point) && len(m.point) >= len(best.point) {
+		if ok && beneath.Within(dir, m.point) && len(m.point) >= len(best.point) {
 			best = m
 		}
 	}

@@ -127,3 +127,28 @@ func TestDiskLayerRefusesSymlinkedParents(t *testing.T) {
 		t.Errorf("read through the symlinked parent succeeded")
 	}
 }
+
+// A path through a symlinked directory reads what the link leads to when
+// that stays inside the workspace, and is refused when it leaves it.
+func TestViewPathsThroughLinkedDirectories(t *testing.T) {
+	out := outsideDir(t, map[string]string{"secret": "s\n"})
+	e := newViewEnv(t, map[string]string{"sub/deep/y": "y\n", "sublink": "->sub", "abslink": "->" + "/"})
+	must(t, os.Remove(e.disk("abslink")))
+	must(t, os.Symlink(e.disk("sub"), e.disk("abslink")))
+	must(t, os.Symlink(out, e.disk("outlink")))
+	must(t, os.Symlink("../sublink/deep", e.disk("sub/back")))
+	for _, p := range []string{"sublink/deep/y", "abslink/deep/y", "sub/back/y", "sublink/back/y"} {
+		if got, err := readAll(e.v, p); err != nil || string(got) != "y\n" {
+			t.Errorf("read %s: %q %v", p, got, err)
+		}
+		if _, err := e.v.Stat(p); err != nil {
+			t.Errorf("stat %s: %v", p, err)
+		}
+	}
+	if got, err := readAll(e.v, "outlink/secret"); err == nil {
+		t.Errorf("read outlink/secret: %q, want a refusal", got)
+	}
+	if _, err := e.v.Stat("outlink/secret"); err == nil {
+		t.Errorf("stat outlink/secret: no error")
+	}
+}

@@ -232,19 +232,29 @@ func (d *Draft) Resolve(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return d.walkLinks(key, func(k string) (bool, error) { return d.isSymlink(k), nil }, d.readlink)
+}
+
+// walkLinks resolves the symlinks in every element of key, as isLink
+// and readlink see them, each of which must stay inside the workspace.
+func (d *Draft) walkLinks(key string, isLink func(string) (bool, error), readlink func(string) (string, error)) (string, error) {
 	var done string
 	rest := key
 	for hops := 0; rest != ""; {
 		elem, tail, _ := strings.Cut(rest, "/")
 		next := join(done, elem)
-		if !d.isSymlink(next) {
+		link, err := isLink(next)
+		if err != nil {
+			return "", err
+		}
+		if !link {
 			done, rest = next, tail
 			continue
 		}
 		if hops++; hops > maxSymlinks {
 			return "", pathErr("resolve", key, syscall.ELOOP)
 		}
-		target, err := d.readlink(next)
+		target, err := readlink(next)
 		if err != nil {
 			return "", err
 		}

@@ -127,20 +127,60 @@ func (d *Draft) bufferAbove(lowerPath string) bool {
 }
 
 // diskLstat stats a disk path without following a final symlink. On the
-// OS disk layer it resolves the path beneath the workspace directory,
-// following no symlink on the way (see [beneath]).
+// OS disk layer it resolves the path beneath the workspace directory
+// (see [beneath] and [Draft.throughLinks]).
 func (d *Draft) diskLstat(p string) (fs.FileInfo, error) {
 	if d.w.osDisk {
-		return d.w.dir.Lstat(p)
+		var fi fs.FileInfo
+		err := d.throughLinks(p, func(p string) (err error) {
+			fi, err = d.w.dir.Lstat(p)
+			return err
+		})
+		return fi, err
 	}
 	return lstatDisk(d.w.disk, p)
 }
 
-// diskOpen opens a disk path beneath the workspace, following no
-// symlink, not even a final one (ELOOP): the merged view resolves
-// symlinks itself.
+// diskOpen opens a disk path beneath the workspace, not following a
+// final symlink (ELOOP): the merged view resolves those itself.
 func (d *Draft) diskOpen(p string, flag int) (afero.File, error) {
-	return d.w.disk.OpenFile(diskName(p), flag, 0)
+	var f afero.File
+	err := d.throughLinks(p, func(p string) (err error) {
+		f, err = d.w.disk.OpenFile(diskName(p), flag, 0)
+		return err
+	})
+	return f, err
+}
+
+// throughLinks runs op on a lower path. The disk layer follows no
+// symlink, so when a directory on the way is one (ELOOP), the path is
+// resolved on disk as the kernel would, except that every symlink must
+// stay inside the workspace, and op runs once more on the result: what
+// is opened is then what was resolved, and a swap in between fails
+// instead of leading out.
+func (d *Draft) throughLinks(p string, op func(p string) error) error {
+	err := op(p)
+	if !errors.Is(err, syscall.ELOOP) || parentOf(p) == "" {
+		return err
+	}
+	dir, rerr := d.realDir(parentOf(p))
+	if rerr != nil {
+		return rerr
+	}
+	if dir == parentOf(p) {
+		return err // the final element is the symlink
+	}
+	return op(join(dir, baseOf(p)))
+}
+
+// realDir resolves the symlinks of a disk directory path, each inside
+// the workspace (else ErrOutside).
+func (d *Draft) realDir(p string) (string, error) {
+	isLink := func(k string) (bool, error) {
+		fi, err := lstatDisk(d.w.disk, k)
+		return err == nil && fi.Mode()&fs.ModeSymlink != 0, err
+	}
+	return d.walkLinks(p, isLink, d.readlinkDisk)
 }
 
 // lstatDisk stats a disk path without following a final symlink.
@@ -162,7 +202,11 @@ func (d *Draft) readLower(lowerPath string) ([]byte, int64, error) {
 	if s, ok := d.dirtyBuffer(lowerPath); ok {
 		return s.Text, s.Version, nil
 	}
-	b, err := afero.ReadFile(d.w.disk, diskName(lowerPath))
+	var b []byte
+	err := d.throughLinks(lowerPath, func(p string) (err error) {
+		b, err = afero.ReadFile(d.w.disk, diskName(p))
+		return err
+	})
 	return b, 0, err
 }
 
@@ -177,10 +221,20 @@ func (d *Draft) openLower(lowerPath string) (io.ReadCloser, int64, error) {
 
 // readlinkLower reads a lower symlink.
 func (d *Draft) readlinkLower(lowerPath string) (string, error) {
+	var t string
+	err := d.throughLinks(lowerPath, func(p string) (err error) {
+		t, err = d.readlinkDisk(p)
+		return err
+	})
+	return t, err
+}
+
+// readlinkDisk reads a disk symlink.
+func (d *Draft) readlinkDisk(p string) (string, error) {
 	if r, ok := d.w.disk.(afero.LinkReader); ok {
-		return r.ReadlinkIfPossible(diskName(lowerPath))
+		return r.ReadlinkIfPossible(diskName(p))
 	}
-	return "", pathErr("readlink", lowerPath, syscall.EINVAL)
+	return "", pathErr("readlink", p, syscall.EINVAL)
 }
 
 // lowerExists reports whether anything shows at lowerPath in the lower

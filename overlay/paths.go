@@ -5,15 +5,14 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/draftfs/draftfs/beneath"
 )
 
 // clean turns a name given to the merged view into its key: slash
 // separated, relative to the workspace root, "" for the root itself.
 // Names are interpreted inside the view, so ".." can never climb out.
-func clean(name string) string {
-	p := path.Clean("/" + filepath.ToSlash(name))
-	return strings.TrimPrefix(p, "/")
-}
+func clean(name string) string { return beneath.Key(name) }
 
 // parentOf returns the directory key containing p ("" for top-level names).
 func parentOf(p string) string {
@@ -39,10 +38,8 @@ func join(dir, rest string) string {
 	return dir + "/" + rest
 }
 
-// within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
-}
+// within reports whether the key p is dir or below it.
+func within(p, dir string) bool { return beneath.Within(p, dir) }
 
 // rebase moves p from below oldDir to below newDir; p must be within oldDir.
 func rebase(p, oldDir, newDir string) string {

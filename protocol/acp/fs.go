@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/protocol/files"
 )
 
@@ -229,7 +229,7 @@ func (h *FS) resolve(sessionID, path string) (files.Files, string, error) {
 	var root *Root
 	for i := range s.Roots {
 		r := &s.Roots[i]
-		if within(c, r.Dir) && (root == nil || len(r.Dir) > len(root.Dir)) {
+		if beneath.Within(c, r.Dir) && (root == nil || len(r.Dir) > len(root.Dir)) {
 			root = r
 		}
 	}
@@ -251,11 +251,6 @@ func (h *FS) resolve(sessionID, path string) (files.Files, string, error) {
 		return nil, "", err
 	}
 	return root.Files, key, nil
-}
-
-// within reports whether the clean absolute path p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 func decodeParams(raw json.RawMessage, v any) error {

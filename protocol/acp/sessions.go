@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/protocol/files"
 )
 
@@ -128,7 +129,7 @@ func (s *sessions) workspaceOf(id, cwd string, pending func() [][]string) (dir, 
 	if filepath.IsAbs(cwd) {
 		c := filepath.Clean(cwd)
 		for _, r := range si.roots {
-			if within(c, r) {
+			if beneath.Within(c, r) {
 				d = r
 				break
 			}
@@ -143,7 +144,7 @@ func (s *sessions) workspaceOf(id, cwd string, pending func() [][]string) (dir, 
 func topOf(d string, roots []string) string {
 	top := d
 	for _, r := range roots {
-		if within(top, r) && len(r) < len(top) {
+		if beneath.Within(top, r) && len(r) < len(top) {
 			top = r
 		}
 	}

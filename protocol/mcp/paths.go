@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -21,23 +22,13 @@ type target struct {
 	key string
 }
 
-// within reports whether the absolute, clean path p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
 func withinAny(p string, dirs []string) bool {
 	for _, d := range dirs {
-		if within(p, d) {
+		if beneath.Within(p, d) {
 			return true
 		}
 	}
 	return false
-}
-
-// keyWithin reports whether key is dir or below it, for workspace keys.
-func keyWithin(key, dir string) bool {
-	return dir == "" || key == dir || strings.HasPrefix(key, dir+"/")
 }
 
 // expandHome expands a leading "~" as the reference does.

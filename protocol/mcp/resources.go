@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/draftfs/draftfs/beneath"
 )
 
 // Files and directories of the allowed directories are resources with
@@ -158,7 +160,7 @@ func (ss *subscriptions) due() []string {
 	var uris []string
 	for uri, sub := range ss.byURI {
 		for key := range ss.pending {
-			if key == "" || keyWithin(key, sub.key) {
+			if key == "" || beneath.Within(key, sub.key) {
 				uris = append(uris, uri)
 				break
 			}

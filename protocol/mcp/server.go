@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/protocol/files"
 )
 
@@ -167,7 +168,7 @@ type alias struct{ from, to string }
 // unalias rewrites a path given through an alias.
 func (s *Server) unalias(abs string) string {
 	for _, a := range s.aliases {
-		if within(abs, a.from) {
+		if beneath.Within(abs, a.from) {
 			return a.to + strings.TrimPrefix(abs, a.from)
 		}
 	}
@@ -180,10 +181,10 @@ func (s *Server) unalias(abs string) string {
 // the workspace stands for the root.
 func (s *Server) dirFor(abs string) []string {
 	abs = s.unalias(abs)
-	if within(s.root, abs) {
+	if beneath.Within(s.root, abs) {
 		return []string{s.root}
 	}
-	if !within(abs, s.root) {
+	if !beneath.Within(abs, s.root) {
 		return nil
 	}
 	key, err := s.f.Resolve(abs)

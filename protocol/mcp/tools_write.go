@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"syscall"
+
+	"github.com/draftfs/draftfs/beneath"
 )
 
 // newFilePerm is the mode of files the tools create (Node's 0666 under
@@ -190,7 +192,7 @@ func (s *Server) copyFile(_ context.Context, a args) (*result, error) {
 	if _, err := s.f.Lstat(dst.key); err == nil {
 		return nil, errorf("Destination already exists: %s", dst.abs)
 	}
-	if keyWithin(dst.key, src.key) {
+	if beneath.Within(dst.key, src.key) {
 		return nil, errorf("Cannot copy %s into itself (%s)", src.abs, dst.abs)
 	}
 	info, err := s.f.Stat(src.key)
