@@ -24,6 +24,9 @@ import (
 var nvim, bin string
 
 func TestMain(m *testing.M) {
+	if p := os.Getenv("DRAFTFS_TEST_LISTEN"); p != "" {
+		os.Exit(listenAsOther(p)) // a child of TestForeignSocket
+	}
 	nvim, _ = exec.LookPath("nvim")
 	if nvim == "" {
 		os.Exit(m.Run()) // TestNeovim skips, saying why

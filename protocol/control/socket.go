@@ -161,8 +161,16 @@ var ErrNoDaemon = errors.New("no draftfs daemon is running for this workspace")
 
 // DialSocket connects to the control socket at path. When no daemon
 // listens there (no socket file, or a stale one) the error wraps
-// ErrNoDaemon.
+// ErrNoDaemon. Before the caller sends anything (editor text, review
+// commands), it checks that nobody else can have put the socket there
+// or listen on it: the directory must be this user's and writable by no
+// one else, the socket this user's, and the process that accepted the
+// connection must run as this user (SO_PEERCRED). Otherwise the error
+// wraps ErrForeignSocket.
 func DialSocket(path string) (*net.UnixConn, error) {
+	if err := checkSocketPath(path); err != nil {
+		return nil, err
+	}
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -170,7 +178,55 @@ func DialSocket(path string) (*net.UnixConn, error) {
 		}
 		return nil, fmt.Errorf("connect to %s: %w", path, err)
 	}
+	cred, err := peerCred(c)
+	if err == nil && int(cred.Uid) != os.Geteuid() {
+		err = fmt.Errorf("%w: the process listening on %s (pid %d) runs as uid %d, not as you (uid %d); nothing was sent to it: stop it, remove the socket and start draftfs again",
+			ErrForeignSocket, path, cred.Pid, cred.Uid, os.Geteuid())
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// ErrForeignSocket: the control socket, its directory or the process
+// listening on it is not the user's own.
+var ErrForeignSocket = errors.New("the control socket is not yours")
+
+// checkSocketPath refuses a socket in a directory that is not this
+// user's or that others can write to (they could replace the socket),
+// and a socket that is not this user's.
+func checkSocketPath(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w (no socket directory %s)", ErrNoDaemon, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	me := os.Geteuid()
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%w: socket directory %s is not a directory (%v): remove it and start draftfs again", ErrForeignSocket, dir, fi.Mode().Type())
+	case st != nil && int(st.Uid) != me:
+		return fmt.Errorf("%w: socket directory %s belongs to uid %d, not to you (uid %d), so another user may listen there; nothing was sent: remove it and start draftfs again", ErrForeignSocket, dir, st.Uid, me)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%w: socket directory %s can be written by other users (mode %04o), so the socket may not be the daemon's; nothing was sent: chmod 700 %s and start draftfs again", ErrForeignSocket, dir, fi.Mode().Perm(), dir)
+	}
+	fi, err = os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w (no one listens on %s)", ErrNoDaemon, path)
+	}
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != me {
+		return fmt.Errorf("%w: socket %s belongs to uid %d, not to you (uid %d); nothing was sent: remove it and start draftfs again", ErrForeignSocket, path, st.Uid, me)
+	}
+	return nil
 }
 
 // Connect returns a Client served by s in this process, over a socket

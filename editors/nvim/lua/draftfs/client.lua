@@ -65,9 +65,15 @@ function Client:connect()
     end,
   }, function(err, conn)
     if err then
+      if type(err) == 'string' and err:find('^draftfs: ') and self.refused ~= err then
+        -- Not the user's daemon: say so once, keep checking.
+        self.refused = err
+        vim.notify(err, vim.log.levels.ERROR)
+      end
       self:retry()
       return
     end
+    self.refused = nil
     if self.state == 'stopped' then
       conn:close()
       return

@@ -22,11 +22,79 @@ M.codes = {
   disconnected = -32099, -- made up here: the connection closed first
 }
 
--- connect opens the socket at path. handlers.on_notify(method, params) and
--- handlers.on_close(reason) run in the main loop; cb(err, conn) too.
+-- foreign says why the socket at path may not be this user's daemon's
+-- (nil when nothing is wrong): its directory must be the user's own and
+-- writable by no one else, the socket the user's. Otherwise another user
+-- could listen there and read unsaved text (as /tmp/draftfs-UID made
+-- first by someone else would let them).
+local function foreign(path, me)
+  local dir = path:match('^(.*)/[^/]*$') or '.'
+  local st = uv.fs_lstat(dir)
+  if not st then
+    return nil -- connecting fails as it would anyway
+  end
+  local writable = math.floor(st.mode / 16) % 2 == 1 or math.floor(st.mode / 2) % 2 == 1
+  if st.type ~= 'directory' then
+    return string.format('socket directory %s is not a directory (%s): remove it and start draftfs again', dir, st.type)
+  elseif st.uid ~= me then
+    return string.format('socket directory %s belongs to uid %d, not to you (uid %d), so another user may listen there; nothing was sent: remove it and start draftfs again', dir, st.uid, me)
+  elseif writable then
+    return string.format('socket directory %s can be written by other users (mode %o), so the socket may not be the daemon\'s; nothing was sent: chmod 700 %s and start draftfs again', dir, st.mode % 512, dir)
+  end
+  local sst = uv.fs_lstat(path)
+  if sst and sst.uid ~= me then
+    return string.format('socket %s belongs to uid %d, not to you (uid %d); nothing was sent: remove it and start draftfs again', path, sst.uid, me)
+  end
+  return nil
+end
+
+local cdef_done = false
+
+-- peer returns the uid and pid of the process that accepted the
+-- connection on pipe (SO_PEERCRED), nil where LuaJIT's FFI is missing.
+local function peer(pipe)
+  local ok, ffi = pcall(require, 'ffi')
+  if not ok then
+    return nil
+  end
+  if not cdef_done then
+    pcall(ffi.cdef, [[
+      struct draftfs_ucred { int pid; unsigned int uid; unsigned int gid; };
+      int getsockopt(int sockfd, int level, int optname, void *optval, unsigned int *optlen);
+    ]])
+    cdef_done = true
+  end
+  local cred = ffi.new('struct draftfs_ucred[1]')
+  local len = ffi.new('unsigned int[1]', ffi.sizeof('struct draftfs_ucred'))
+  local SOL_SOCKET, SO_PEERCRED = 1, 17
+  if ffi.C.getsockopt(pipe:fileno(), SOL_SOCKET, SO_PEERCRED, cred, len) ~= 0 then
+    return nil
+  end
+  return tonumber(cred[0].uid), tonumber(cred[0].pid)
+end
+
+-- connect opens the socket at path, once it is sure the user's own
+-- process listens there (see foreign and peer); otherwise cb gets an
+-- error that starts with "draftfs: " and nothing is sent.
+-- handlers.on_notify(method, params) and handlers.on_close(reason) run
+-- in the main loop; cb(err, conn) too.
 function M.connect(path, handlers, cb)
+  local me = uv.os_get_passwd().uid
+  local why = foreign(path, me)
+  if why then
+    vim.schedule(function()
+      cb('draftfs: ' .. why)
+    end)
+    return
+  end
   local pipe = uv.new_pipe(false)
   pipe:connect(path, function(err)
+    if not err then
+      local uid, pid = peer(pipe)
+      if uid and uid ~= me then
+        err = string.format('draftfs: the process listening on %s (pid %d) runs as uid %d, not as you (uid %d); nothing was sent to it: stop it, remove the socket and start draftfs again', path, pid, uid, me)
+      end
+    end
     if err then
       pipe:close()
       vim.schedule(function()
