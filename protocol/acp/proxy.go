@@ -154,7 +154,11 @@ func (p *proxy) fromAgent(line []byte, m *message) {
 		p.serve(m)
 		return
 	case m.isRequest() && m.method == MethodTerminalCreate:
-		line = p.terminal(line, m)
+		var refused *jsonrpc2.Error
+		if line, refused = p.terminal(line, m); refused != nil {
+			p.agent.write(errorLine(m.id, refused))
+			return
+		}
 	case m.isNotification() && m.method == MethodCancelRequest:
 		if p.cancelServed(m.params) {
 			return
@@ -417,13 +421,18 @@ func (p *proxy) answerAsked(m *message) bool {
 
 // terminal returns a terminal/create request with its command wrapped so
 // that it runs in the merged view of the session's workspace, when the
-// editor can run terminals and the session is known; else as it came.
-func (p *proxy) terminal(line []byte, m *message) []byte {
+// editor can run terminals (else as it came: the editor refuses it).
+// One it cannot wrap (no known session, no string command) is refused,
+// never sent on: unwrapped, the command would run on the real disk.
+func (p *proxy) terminal(line []byte, m *message) ([]byte, *jsonrpc2.Error) {
 	p.mu.Lock()
 	can := p.caps.terminal
 	p.mu.Unlock()
-	if p.opts.Terminal == nil || !can || !isObject(m.params) {
-		return line
+	if p.opts.Terminal == nil || !can {
+		return line, nil
+	}
+	if !isObject(m.params) {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "Invalid params: terminal/create needs an object with sessionId and command"}
 	}
 	var tp struct {
 		SessionID string `json:"sessionId"`
@@ -431,9 +440,12 @@ func (p *proxy) terminal(line []byte, m *message) []byte {
 	}
 	json.Unmarshal(m.params, &tp)
 	dir, draft, ok := p.sessions.workspaceOf(tp.SessionID, tp.Cwd, p.pendingCreations)
+	if !ok {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: fmt.Sprintf("Invalid params: unknown sessionId %q: draftfs runs terminals only in the merged view of a session it knows", tp.SessionID)}
+	}
 	command, hasCommand := member(m.params, "command")
-	if _, isString := jsonString(command); !ok || !hasCommand || !isString {
-		return line
+	if _, isString := jsonString(command); !hasCommand || !isString {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "Invalid params: terminal/create's command must be a string"}
 	}
 	args, _ := member(m.params, "args")
 	name, prefix := p.opts.Terminal(dir, draft)
@@ -449,7 +461,7 @@ func (p *proxy) terminal(line []byte, m *message) []byte {
 	wrapped = append(wrapped, ']')
 	params := setMember(m.params, "command", appendJSONString(nil, []byte(name)))
 	params = setMember(params, "args", wrapped)
-	return setMember(line, "params", params)
+	return setMember(line, "params", params), nil
 }
 
 // failPending answers every editor request the agent left unanswered.

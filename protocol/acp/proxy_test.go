@@ -165,11 +165,20 @@ func TestProxyTerminal(t *testing.T) {
 	dir := r.session("sess-9", `{"protocolVersion":1,"clientCapabilities":{"terminal":true}}`)
 	r.agent.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"terminal/create","params":{"sessionId":"sess-9","command":"go","args":["test", "./..."],"env":[{"name":"A","value":"1"}],"cwd":%q,"outputByteLimit":1000,"_meta":{"q":1}}}`, filepath.Join(dir, "sub")))
 	r.editor.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"terminal/create","params":{"sessionId":"sess-9","command":"/usr/bin/draftfs","args":["--workspace",%q,"--draft","sess-9","run","--","go","test","./..."],"env":[{"name":"A","value":"1"}],"cwd":%q,"outputByteLimit":1000,"_meta":{"q":1}}}`, dir, filepath.Join(dir, "sub")))
-	// No args, no cwd; an unknown session passes unchanged.
+	// No args, no cwd.
 	r.agent.send(`{"jsonrpc":"2.0","id":5,"method":"terminal/create","params":{"sessionId":"sess-9","command":"make"}}`)
 	r.editor.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"terminal/create","params":{"sessionId":"sess-9","command":"/usr/bin/draftfs","args":["--workspace",%q,"--draft","sess-9","run","--","make"]}}`, dir))
+	// What cannot be wrapped fails closed: the agent is told, the editor
+	// never sees it (unwrapped, it would run on the real disk).
 	r.agent.send(`{"jsonrpc":"2.0","id":6,"method":"terminal/create","params":{"sessionId":"other","command":"make"}}`)
-	r.editor.expect(`{"jsonrpc":"2.0","id":6,"method":"terminal/create","params":{"sessionId":"other","command":"make"}}`)
+	r.agent.expect(`{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"Invalid params: unknown sessionId \"other\": draftfs runs terminals only in the merged view of a session it knows"}}`)
+	r.agent.send(`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"sess-9","command":["rm","-rf","/"]}}`)
+	r.agent.expect(`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: terminal/create's command must be a string"}}`)
+	r.agent.send(`{"jsonrpc":"2.0","id":8,"method":"terminal/create","params":["sess-9","make"]}`)
+	r.agent.expect(`{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: terminal/create needs an object with sessionId and command"}}`)
+	// The editor got none of them: the next message it sees is this.
+	r.agent.send(`{"jsonrpc":"2.0","method":"after"}`)
+	r.editor.expect(`{"jsonrpc":"2.0","method":"after"}`)
 }
 
 func TestProxyDraftPerSession(t *testing.T) {
