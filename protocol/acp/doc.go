@@ -62,7 +62,10 @@
 //   - terminal/create is sent on with its command wrapped by
 //     Options.Terminal (`draftfs run`), so the command sees the merged
 //     view, with cwd and everything else kept; unchanged when the editor
-//     did not advertise terminals.
+//     did not advertise terminals. One that cannot be wrapped (an
+//     unknown sessionId, a command that is not a string) is answered
+//     -32602 and never reaches the editor: unwrapped, it would run on
+//     the real disk.
 //   - $/cancel_request from the agent for a request the proxy is still
 //     answering cancels it there (-32800, and the editor is told when the
 //     proxy was asking it); every other cancellation, also one for a
