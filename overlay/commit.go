@@ -159,6 +159,11 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 		Stage: fmt.Sprintf(".draftfs-commit-%d", id),
 		Entry: chosen, Inode: map[uint64]*inode{},
 	}
+	// Only the record below takes the id: a crash may have left files
+	// under it before.
+	if err := os.RemoveAll(d.undoDir(id)); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(d.undoDir(id), "data"), 0o700); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,9 @@ func (d *Draft) Discard(keys []string, src Source) ([]string, error) {
 // returns what tells the views, to call once d.mu is released. Must be
 // called with d.mu held.
 func (d *Draft) dropLocked(keys []string, src Source) (publish func(), err error) {
-	t := &txn{}
+	// Discarding frees space: on a full state disk it may use the
+	// space kept for that.
+	t := &txn{reserved: true}
 	for _, k := range keys {
 		t.putEntry(k, nil)
 	}

@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -50,33 +51,58 @@ type Draft struct {
 	// were open on it, for their Stat and reads, until the last closes.
 	handles map[uint64]int
 	orphans map[uint64]inode
+
+	// bornMu protects born, which may be read with or without d.mu held;
+	// taken last. born maps the disk inode numbers draft inodes kept to
+	// the births of the objects they were copied up from (identity.go).
+	// Only grows while the draft is open.
+	bornMu sync.Mutex
+	born   map[uint64]int64
 }
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
-	for _, sub := range []string{"data", "blobs", "undo"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, fmt.Errorf("overlay: draft %s: %w", name, err)
+	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{},
+		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{}}
+	if !w.readOnly {
+		for _, sub := range []string{"data", "blobs", "undo"} {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+				return nil, fmt.Errorf("overlay: draft %s: %w%s", name, err, fullHint(dir, err))
+			}
 		}
 	}
 	data, err := unix.Open(filepath.Join(dir, "data"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	switch {
+	case err == nil:
+		d.data = data
+	case w.readOnly && errors.Is(err, unix.ENOENT):
+		// Read only, a draft never written: nothing to open.
+	default:
 		return nil, fmt.Errorf("overlay: draft %s: open its data directory: %w", name, err)
 	}
-	st, err := openStore(dir)
-	if err != nil {
-		unix.Close(data)
+	if d.st, err = openStore(dir, w.readOnly); err != nil {
+		d.closeData()
 		return nil, err
 	}
-	d := &Draft{w: w, name: name, dir: dir, data: data, st: st, writers: map[uint64]int{},
-		handles: map[uint64]int{}, orphans: map[uint64]inode{}}
-	for _, step := range []func() error{d.reload, d.recover, d.collectGarbage} {
+	steps := []func() error{d.reload, d.recover, d.collectGarbage}
+	if w.readOnly {
+		// Finishing a commit and collecting garbage write: a read-only
+		// open shows the draft as it is.
+		steps = steps[:1]
+	}
+	for _, step := range steps {
 		if err := step(); err != nil {
-			st.close()
-			unix.Close(data)
+			d.st.close()
+			d.closeData()
 			return nil, err
 		}
 	}
 	return d, nil
+}
+
+func (d *Draft) closeData() {
+	if d.data >= 0 {
+		unix.Close(d.data)
+	}
 }
 
 // reload replaces the in-memory metadata with the stored one.
@@ -90,6 +116,7 @@ func (d *Draft) reload() error {
 	d.entries = snap.entries
 	d.inodes = snap.inodes
 	d.nextIno = snap.nextIno
+	d.noteBirths(d.inodes)
 	d.children = map[string]map[string]struct{}{}
 	d.below = map[string]int{}
 	d.links = map[uint64]int{}
@@ -143,9 +170,7 @@ func (d *Draft) close() error {
 	}
 	d.closed = true
 	err := d.st.close()
-	if cerr := unix.Close(d.data); err == nil {
-		err = cerr
-	}
+	d.closeData()
 	return err
 }
 
@@ -286,6 +311,7 @@ func (d *Draft) apply(t *txn) error {
 		}
 		d.inodes[ino] = n
 	}
+	d.noteBirths(t.inodes)
 	if t.nextIno != 0 {
 		d.nextIno = t.nextIno
 	}

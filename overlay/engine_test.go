@@ -130,7 +130,7 @@ func TestCorruptStateIsReported(t *testing.T) {
 	}
 	defer w.Close()
 	_, err = w.Draft("")
-	if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "move it away") {
+	if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "draftfs check") {
 		t.Fatalf("corrupt state: %v; want an error naming %s and what to do", err, db)
 	}
 }

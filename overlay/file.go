@@ -404,6 +404,7 @@ func (f *lowerFile) stat() (fs.FileInfo, error) {
 		return nil, err
 	}
 	i := infoFrom(baseOf(f.key), f.lower, dfi)
+	i.attr.Ino = f.ino // the number it was opened under
 	i.attr.Nlink = 0
 	return i, nil
 }

@@ -74,7 +74,9 @@ func (d *Draft) openDisk(key, name string) afero.File {
 		fd.Close()
 		return nil
 	}
-	ino := infoFrom(baseOf(key), w.lower, fi).attr.Ino
+	i := infoFrom(baseOf(key), w.lower, fi)
+	d.distinct(i, w.lower)
+	ino := i.attr.Ino
 	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: ino, d: d, disk: fd, seq: fd, orphanAtOpen: d.orphaned(ino)}
 	// Held, so a copy-up's data file outlives its names while open.
 	d.mu.RLock()
@@ -250,10 +252,12 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 		return 0, err
 	}
 	t := &txn{}
-	ino := fi.attr.Ino
+	ino, born := fi.attr.Ino, int64(0)
 	if !d.inoFree(ino) || fi.attr.Nlink > 1 {
 		// Another name of a disk hard link keeps the disk's number.
 		ino = d.allocIno(t)
+	} else {
+		born = d.birthOf(p.w.lower)
 	}
 	if err := d.copyContent(ino, p.w.lower, keep, fi.ModTime()); err != nil {
 		return 0, err
@@ -263,7 +267,7 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 		return 0, err
 	}
 	t.putEntry(key, &entry{Kind: kindFile, Ino: ino, Origin: origin, Base: b})
-	t.putInode(ino, &inode{Mode: fi.Mode(), Data: true, Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Data: true, Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x, Born: born})
 	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
 	return ino, d.finish(t)
 }
@@ -308,9 +312,11 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 		return 0, err
 	}
 	t := &txn{}
-	ino := fi.attr.Ino
+	ino, born := fi.attr.Ino, int64(0)
 	if !d.inoFree(ino) {
 		ino = d.allocIno(t)
+	} else {
+		born = d.birthOf(p.w.lower)
 	}
 	e := &entry{Kind: kindDir, Ino: ino, Base: &base{Path: p.w.lower, Exists: true, Kind: kindDir, Mode: fi.Mode()}}
 	if p.w.e != nil {
@@ -323,7 +329,7 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 		return 0, err
 	}
 	t.putEntry(key, e)
-	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x, Born: born})
 	// No log line of its own: the change that needed the copy logs
 	// itself (chmod, chown, xattr).
 	return ino, d.finish(t)

@@ -92,6 +92,7 @@ func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
 		i := &fileInfo{name: name, size: int64(len(s.Text)), mode: 0o644, mtime: s.Modified}
 		if err == nil {
 			i = infoFrom(name, lowerPath, fi)
+			d.distinct(i, lowerPath)
 			i.size, i.mtime = int64(len(s.Text)), s.Modified
 			i.mode = fi.Mode().Perm()
 		} else {
@@ -111,7 +112,9 @@ func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
 		}
 		return nil, err
 	}
-	return infoFrom(name, lowerPath, fi), nil
+	i := infoFrom(name, lowerPath, fi)
+	d.distinct(i, lowerPath)
+	return i, nil
 }
 
 // bufferAbove reports whether a parent of lowerPath is a file that only

@@ -61,6 +61,9 @@ type inode struct {
 	Uid    int               `json:"u,omitempty"`
 	Gid    int               `json:"g,omitempty"`
 	Xattr  map[string][]byte `json:"x,omitempty"`
+	// Born identifies the disk object whose inode number the inode
+	// kept at copy-up (see identity.go); 0: a number of the draft's own.
+	Born int64 `json:"b,omitempty"`
 }
 
 // base records what a path held in the lower layers before the draft

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
+	"maps"
 	"os"
-	"path/filepath"
+	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Buckets of a draft's database.
@@ -48,9 +48,12 @@ const (
 // checkpointed into a bbolt database (draft.db) in batches. See
 // "Persistence" in doc.go.
 type store struct {
-	db      *bolt.DB
-	path    string
-	walPath string
+	db       *bolt.DB // nil: read only, and no database yet
+	path     string
+	walPath  string
+	reserve  string // see keepReserve
+	readOnly bool
+	applied  uint64 // read only after open: the database's walApplied
 
 	mu      sync.Mutex // protects the following
 	wal     *os.File   // opened O_APPEND
@@ -62,6 +65,9 @@ type store struct {
 	// nothing is lost) the next is tried at this many records, or at
 	// close, or before the database is read.
 	retryAt int
+	// checkpointErr is why the last checkpoint failed, nil once one
+	// succeeds.
+	checkpointErr error
 }
 
 // pending is the sum of log records not yet in the database: for each
@@ -91,105 +97,28 @@ const walHeader = 8
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-func openStore(dir string) (*store, error) {
-	p := filepath.Join(dir, "draft.db")
-	db, err := bolt.Open(p, 0o600, &bolt.Options{
-		Timeout:        200 * time.Millisecond,
-		NoSync:         true, // see "Persistence" in doc.go
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("overlay: %s is in use by another draftfs process: stop it, or talk to it through its control socket", p)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("overlay: open %s: %w (if it is damaged, move it away to start an empty draft)", p, err)
-	}
-	s := &store{db: db, path: p, walPath: filepath.Join(dir, "draft.wal")}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketEntries, bucketInodes, bucketMeta, bucketLog, bucketCommits} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		switch f := meta.Get(keyFormat); {
-		case f == nil, string(f) == "1":
-			return meta.Put(keyFormat, formatVersion)
-		case string(f) != string(formatVersion):
-			return fmt.Errorf("format %q is not the supported %q", f, formatVersion)
-		}
-		if v := meta.Get(keyWalApplied); len(v) == 8 {
-			s.seq = binary.BigEndian.Uint64(v)
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("overlay: %s: %w: %w (move it away to start an empty draft)", p, ErrCorrupt, err)
-	}
-	if err := s.recover(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// recover opens the write-ahead log and checkpoints what it holds: the
-// records after the last checkpoint, up to the first one that is not
-// whole (a write cut short by a crash, never acknowledged).
-func (s *store) recover() error {
-	wal, err := os.OpenFile(s.walPath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("overlay: open %s: %w", s.walPath, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.wal = wal
-	buf, err := io.ReadAll(wal)
-	if err != nil {
-		wal.Close()
-		return fmt.Errorf("overlay: read %s: %w", s.walPath, err)
-	}
-	for len(buf) >= walHeader {
-		n := int(binary.LittleEndian.Uint32(buf))
-		if n > len(buf)-walHeader || crc32.Checksum(buf[walHeader:walHeader+n], crcTable) != binary.LittleEndian.Uint32(buf[4:]) {
-			break
-		}
-		var r walRecord
-		if err := json.Unmarshal(buf[walHeader:walHeader+n], &r); err != nil {
-			break
-		}
-		buf = buf[walHeader+n:]
-		if r.Seq <= s.seq {
-			continue // checkpointed before a crash cut the log's truncation
-		}
-		s.seq = r.Seq
-		s.pending.add(&r)
-		s.records++
-	}
-	if err := s.checkpointLocked(); err != nil {
-		wal.Close()
-		return fmt.Errorf("overlay: %s: replay %s: %w", s.path, s.walPath, err)
-	}
-	// Also drops a torn last record when there was nothing to replay.
-	if err := wal.Truncate(0); err != nil {
-		wal.Close()
-		return fmt.Errorf("overlay: truncate %s: %w", s.walPath, err)
-	}
-	return nil
-}
-
 // close checkpoints the log and closes the store.
 func (s *store) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.checkpointLocked()
-	if cerr := s.wal.Close(); err == nil {
-		err = cerr
+	var err error
+	if !s.readOnly {
+		err = s.checkpointLocked()
+		if errors.Is(err, syscall.ENOSPC) {
+			// A full disk: the records stay in the log, which the
+			// next open replays; nothing is lost once it is synced.
+			err = s.wal.Sync()
+		}
 	}
-	if cerr := s.db.Close(); err == nil {
-		err = cerr
+	if s.wal != nil {
+		if cerr := s.wal.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if s.db != nil {
+		if cerr := s.db.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
@@ -198,6 +127,9 @@ func (s *store) close() error {
 func (s *store) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.readOnly {
+		return nil
+	}
 	return s.wal.Sync()
 }
 
@@ -230,40 +162,116 @@ type snapshot struct {
 	nextIno uint64
 }
 
+// load reads the draft's metadata: the database, with the records of
+// the log not checkpointed yet over it.
 func (s *store) load() (*snapshot, error) {
 	snap := &snapshot{entries: map[string]*entry{}, inodes: map[uint64]*inode{}, nextIno: firstDraftIno}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		err := tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
-			e := new(entry)
-			if err := json.Unmarshal(v, e); err != nil || e.Kind < kindWhiteout || e.Kind > kindSymlink {
-				return fmt.Errorf("entry %q: unreadable record %q", k, v)
-			}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.view(func(tx *bolt.Tx) error {
+		err := forEach(tx, bucketEntries, func(k, v []byte) error {
+			e, err := decodeEntry(k, v)
 			snap.entries[keyOfEntry(k)] = e
-			return nil
+			return err
 		})
 		if err != nil {
 			return err
 		}
-		err = tx.Bucket(bucketInodes).ForEach(func(k, v []byte) error {
-			n := new(inode)
-			if len(k) != 8 || json.Unmarshal(v, n) != nil {
-				return fmt.Errorf("inode %x: unreadable record", k)
+		err = forEach(tx, bucketInodes, func(k, v []byte) error {
+			n, err := decodeInode(k, v)
+			if err == nil {
+				snap.inodes[binary.BigEndian.Uint64(k)] = n
 			}
-			snap.inodes[binary.BigEndian.Uint64(k)] = n
-			return nil
+			return err
 		})
 		if err != nil {
 			return err
 		}
-		if v := tx.Bucket(bucketMeta).Get(keyNextIno); len(v) == 8 {
-			snap.nextIno = binary.BigEndian.Uint64(v)
+		if b := tx.Bucket(bucketMeta); b != nil {
+			if v := b.Get(keyNextIno); len(v) == 8 {
+				snap.nextIno = binary.BigEndian.Uint64(v)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("overlay: %s: %w: %w (move it away to start an empty draft)", s.path, ErrCorrupt, err)
+		return nil, fmt.Errorf("overlay: %s: %w: %w (nothing was changed: run draftfs check to see what can be recovered)", s.path, ErrCorrupt, err)
+	}
+	p := &s.pending
+	for k, v := range p.entries {
+		if v == nil {
+			delete(snap.entries, k)
+			continue
+		}
+		e, err := decodeEntry([]byte(k), v)
+		if err != nil {
+			return nil, fmt.Errorf("overlay: %s: %w: %w", s.walPath, ErrCorrupt, err)
+		}
+		snap.entries[k] = e
+	}
+	for ino, v := range p.inodes {
+		if v == nil {
+			delete(snap.inodes, ino)
+			continue
+		}
+		n, err := decodeInode(inoKey(ino), v)
+		if err != nil {
+			return nil, fmt.Errorf("overlay: %s: %w: %w", s.walPath, ErrCorrupt, err)
+		}
+		snap.inodes[ino] = n
+	}
+	if p.nextIno != 0 {
+		snap.nextIno = p.nextIno
 	}
 	return snap, nil
+}
+
+func decodeEntry(k, v []byte) (*entry, error) {
+	e := new(entry)
+	if err := json.Unmarshal(v, e); err != nil || e.Kind < kindWhiteout || e.Kind > kindSymlink {
+		return nil, fmt.Errorf("entry %q: unreadable record %q", k, v)
+	}
+	return e, nil
+}
+
+func decodeInode(k, v []byte) (*inode, error) {
+	n := new(inode)
+	if len(k) != 8 || json.Unmarshal(v, n) != nil {
+		return nil, fmt.Errorf("inode %x: unreadable record", k)
+	}
+	return n, nil
+}
+
+// view runs fn in a read transaction, a damaged database's panics turned
+// into errors; with no database (read only, a new draft) fn sees an
+// empty one.
+func (s *store) view(fn func(tx *bolt.Tx) error) error {
+	if s.db == nil {
+		return nil
+	}
+	return safe(func() error { return s.db.View(fn) })
+}
+
+// forEach calls fn for each pair of bucket name, which may be missing
+// in a database opened read only.
+func forEach(tx *bolt.Tx, name []byte, fn func(k, v []byte) error) error {
+	b := tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(fn)
+}
+
+// safe runs fn, turning a panic into an error: bbolt asserts what it
+// reads from its pages, and a damaged page must be an error that says
+// what to do, not a crash of every command.
+func safe(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: the database is damaged (%v)", ErrCorrupt, r)
+		}
+	}()
+	return fn()
 }
 
 // txn is a set of metadata changes made durable together.
@@ -273,6 +281,9 @@ type txn struct {
 	nextIno uint64            // 0: unchanged
 	log     []LogEntry
 	commits map[uint64]*commitRecord // nil value: delete
+	// reserved: the change may use the space kept aside for it when the
+	// state's disk is full (see keepReserve).
+	reserved bool
 }
 
 func (t *txn) putEntry(key string, e *entry) {
@@ -343,6 +354,9 @@ func encodeAll[K comparable, V any](m map[K]*V) (map[K]json.RawMessage, error) {
 // the change is in the write-ahead log (in the kernel's page cache; sync
 // takes it to the disk).
 func (s *store) write(t *txn) error {
+	if s.readOnly {
+		return fmt.Errorf("%s: %w", s.path, errReadOnly)
+	}
 	r, err := t.record()
 	if err != nil {
 		return err
@@ -358,12 +372,14 @@ func (s *store) write(t *txn) error {
 	binary.LittleEndian.PutUint32(frame, uint32(len(body)))
 	binary.LittleEndian.PutUint32(frame[4:], crc32.Checksum(body, crcTable))
 	frame = append(frame, body...)
-	if _, err := s.wal.Write(frame); err != nil {
-		// A part written would hide every later record: cut it off.
-		if terr := s.wal.Truncate(s.size); terr != nil {
-			err = fmt.Errorf("%w (and truncating the log: %v)", err, terr)
-		}
-		return fmt.Errorf("append to %s: %w", s.walPath, err)
+	err = s.append(frame)
+	if errors.Is(err, syscall.ENOSPC) && t.reserved && os.Remove(s.reserve) == nil {
+		// The space kept for this: a discard frees space, and must
+		// not be refused for want of it.
+		err = s.append(frame)
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s: %w%s", s.walPath, err, s.fullHint(err))
 	}
 	s.seq, s.size = r.Seq, s.size+int64(len(frame))
 	s.pending.add(r)
@@ -376,6 +392,19 @@ func (s *store) write(t *txn) error {
 		}
 	}
 	return nil
+}
+
+// append writes one frame to the log, or nothing. Must be called with
+// s.mu held.
+func (s *store) append(frame []byte) error {
+	_, err := s.wal.Write(frame)
+	if err != nil {
+		// A part written would hide every later record: cut it off.
+		if terr := s.wal.Truncate(s.size); terr != nil {
+			err = fmt.Errorf("%w (and truncating the log: %v)", err, terr)
+		}
+	}
+	return err
 }
 
 // add merges r into p.
@@ -409,11 +438,30 @@ func value(v json.RawMessage) []byte {
 // checkpointLocked moves the pending records into the database, makes it
 // durable and empties the log. Must be called with s.mu held.
 func (s *store) checkpointLocked() error {
-	if s.records == 0 {
+	if s.records == 0 || s.readOnly {
 		return nil
 	}
+	err := safe(func() error { return s.db.Update(s.checkpointTx) })
+	if err == nil {
+		err = s.db.Sync()
+	}
+	if err == nil {
+		err = s.wal.Truncate(0)
+	}
+	if err != nil {
+		s.checkpointErr = err
+		return fmt.Errorf("checkpoint %s into %s: %w%s", s.walPath, s.path, err, s.fullHint(err))
+	}
+	s.pending, s.records, s.size, s.retryAt, s.checkpointErr = pending{}, 0, 0, 0, nil
+	s.keepReserve()
+	return nil
+}
+
+// checkpointTx moves the pending records into the database. Must be
+// called with s.mu held.
+func (s *store) checkpointTx(tx *bolt.Tx) error {
 	p := &s.pending
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	{
 		eb := tx.Bucket(bucketEntries)
 		for k, v := range p.entries {
 			if err := putOrDelete(eb, entryKey(k), v); err != nil {
@@ -453,18 +501,7 @@ func (s *store) checkpointLocked() error {
 			}
 		}
 		return meta.Put(keyWalApplied, inoKey(s.seq))
-	})
-	if err == nil {
-		err = s.db.Sync()
 	}
-	if err == nil {
-		err = s.wal.Truncate(0)
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint %s into %s: %w", s.walPath, s.path, err)
-	}
-	s.pending, s.records, s.size, s.retryAt = pending{}, 0, 0, 0
-	return nil
 }
 
 func putOrDelete(b *bolt.Bucket, k, v []byte) error {
@@ -486,20 +523,23 @@ func (s *store) checkpoint() error {
 
 // readLog returns the whole log, oldest first.
 func (s *store) readLog() ([]LogEntry, error) {
-	if err := s.checkpoint(); err != nil {
-		return nil, err
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []LogEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
-			var l LogEntry
-			if err := json.Unmarshal(v, &l); err != nil {
-				return fmt.Errorf("log record %x: %w", k, err)
-			}
-			out = append(out, l)
-			return nil
-		})
-	})
+	decode := func(k, v []byte) error {
+		var l LogEntry
+		if err := json.Unmarshal(v, &l); err != nil {
+			return fmt.Errorf("log record %x: %w", k, err)
+		}
+		out = append(out, l)
+		return nil
+	}
+	err := s.view(func(tx *bolt.Tx) error { return forEach(tx, bucketLog, decode) })
+	for i, v := range s.pending.log {
+		if err == nil {
+			err = decode([]byte(fmt.Sprint("pending ", i)), v)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("overlay: read log of %s: %w: %w", s.path, ErrCorrupt, err)
 	}
@@ -508,36 +548,61 @@ func (s *store) readLog() ([]LogEntry, error) {
 
 // commits returns the commit records, oldest first.
 func (s *store) commits() ([]*commitRecord, error) {
-	if err := s.checkpoint(); err != nil {
-		return nil, err
-	}
-	var out []*commitRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketCommits).ForEach(func(k, v []byte) error {
-			c := new(commitRecord)
-			if err := json.Unmarshal(v, c); err != nil {
-				return fmt.Errorf("commit record %x: %w", k, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byID := map[uint64][]byte{}
+	err := s.view(func(tx *bolt.Tx) error {
+		return forEach(tx, bucketCommits, func(k, v []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("commit record %x: bad key", k)
 			}
-			c.ID = binary.BigEndian.Uint64(k)
-			out = append(out, c)
+			byID[binary.BigEndian.Uint64(k)] = v
 			return nil
 		})
 	})
+	for id, v := range s.pending.commits {
+		if v == nil {
+			delete(byID, id)
+		} else {
+			byID[id] = v
+		}
+	}
+	var out []*commitRecord
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		c := new(commitRecord)
+		if err == nil {
+			if jerr := json.Unmarshal(byID[id], c); jerr != nil {
+				err = fmt.Errorf("commit record %d: %w", id, jerr)
+			}
+		}
+		c.ID = id
+		out = append(out, c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("overlay: read commits of %s: %w: %w", s.path, ErrCorrupt, err)
 	}
 	return out, nil
 }
 
+// nextCommitID is a commit id never handed out before: above the
+// database's sequence (which a checkpoint keeps at or above every id it
+// saw) and every id in the log. Only the commit record written with it
+// takes it, so a commit must clear anything a crash left under its id.
 func (s *store) nextCommitID() (uint64, error) {
-	if err := s.checkpoint(); err != nil {
-		return 0, err
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var id uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		var err error
-		id, err = tx.Bucket(bucketCommits).NextSequence()
-		return err
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketCommits); b != nil {
+			id = b.Sequence()
+			if k, _ := b.Cursor().Last(); len(k) == 8 {
+				id = max(id, binary.BigEndian.Uint64(k))
+			}
+		}
+		return nil
 	})
-	return id, err
+	for k := range s.pending.commits {
+		id = max(id, k)
+	}
+	return id + 1, err
 }

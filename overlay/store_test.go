@@ -36,7 +36,7 @@ func writeInodes(t *testing.T, s *store, first, last uint64) {
 // 1..n and n log entries, and an empty write-ahead log.
 func reopen(t *testing.T, dir string, n uint64) *store {
 	t.Helper()
-	s, err := openStore(dir)
+	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func reopen(t *testing.T, dir string, n uint64) *store {
 
 func TestStoreRecoversAfterCrash(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir)
+	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestStoreDropsTornRecord(t *testing.T) {
 		for _, alone := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, alone %v", name, alone), func(t *testing.T) {
 				dir := t.TempDir()
-				s, err := openStore(dir)
+				s, err := openStore(dir, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -122,7 +122,7 @@ func TestStoreDropsTornRecord(t *testing.T) {
 // second replay would show).
 func TestStoreCheckpointCutShort(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir)
+	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestStoreCheckpointCutShort(t *testing.T) {
 // stays small however many changes a draft sees.
 func TestStoreCheckpointsAsItGoes(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir)
+	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestStoreCheckpointsAsItGoes(t *testing.T) {
 // is upgraded.
 func TestStoreUpgradesFormat1(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir)
+	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestStoreUpgradesFormat1(t *testing.T) {
 // but the log kept is not handed out again.
 func TestStoreCommitIDsNotReused(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir)
+	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestStoreCommitIDsNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	crash(t, s)
-	s, err = openStore(dir)
+	s, err = openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}

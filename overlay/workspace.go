@@ -34,6 +34,11 @@ type Options struct {
 	// Watch the disk for changes made outside draftfs and publish them on
 	// the change feed.
 	Watch bool
+	// ReadOnly opens the drafts for reading only: nothing in the state
+	// directory is created or written (no commit is finished, no log
+	// checkpointed), and every change is refused. For commands that
+	// only look.
+	ReadOnly bool
 }
 
 // Workspace is the disk and editor buffers of one project, and its drafts.
@@ -46,6 +51,7 @@ type Workspace struct {
 	// resolves its path beneath it, following no symlink, so neither a
 	// draft nor a swap on disk can make draftfs read or write outside.
 	dir      *beneath.Root // read only
+	readOnly bool          // read only: see Options.ReadOnly
 	bufs     *buffers.Set
 	feed     feed
 	stopBufs func()
@@ -94,11 +100,13 @@ func Open(opts Options) (*Workspace, error) {
 	if opts.StateDir == "" {
 		return nil, fmt.Errorf("overlay: no state directory given")
 	}
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		if dir != nil {
-			dir.Close()
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+			if dir != nil {
+				dir.Close()
+			}
+			return nil, fmt.Errorf("overlay: state directory: %w", err)
 		}
-		return nil, fmt.Errorf("overlay: state directory: %w", err)
 	}
 	if opts.Buffers == nil {
 		opts.Buffers = buffers.NewSet()
@@ -109,6 +117,7 @@ func Open(opts Options) (*Workspace, error) {
 		disk:     opts.Disk,
 		osDisk:   osDisk,
 		dir:      dir,
+		readOnly: opts.ReadOnly,
 		bufs:     opts.Buffers,
 		drafts:   map[string]*Draft{},
 	}

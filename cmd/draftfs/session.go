@@ -211,7 +211,9 @@ func connect(acc access) (*session, error) {
 		}
 		cleanup = func() { os.RemoveAll(stateDir) }
 	}
-	ws, err := overlay.Open(overlay.Options{Root: cfg.workspace, StateDir: stateDir})
+	// Read only, the engine writes nothing in the state directory, and
+	// works on a full or damaged one as far as it can be read.
+	ws, err := overlay.Open(overlay.Options{Root: cfg.workspace, StateDir: stateDir, ReadOnly: acc == readOnly})
 	if err != nil {
 		cleanup()
 		return nil, err

@@ -1,0 +1,92 @@
+package overlay
+
+import (
+	"hash/fnv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A draft inode copied up from a disk file keeps the disk's inode number
+// (see "Identity" in doc.go). Once the disk file goes, the disk may give
+// that number to a new file at once (ext4 does): the new file is another
+// object, and must not be taken for the draft's copy. What tells the two
+// apart is recorded at copy-up in inode.Born: the disk file's birth time
+// (statx), else its inode generation (FS_IOC_GETVERSION). A lower object
+// whose number a draft inode holds but whose birth differs is shown under
+// a number of its own (recycledIno).
+
+// fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long), which
+// x/sys/unix lacks.
+const fsIocGetVersion = 0x80087601
+
+// diskBirth identifies the disk object at path among those that had its
+// inode number; 0 when the file system tells neither.
+func diskBirth(path string) int64 {
+	var sx unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BTIME, &sx)
+	if err == nil && sx.Mask&unix.STATX_BTIME != 0 {
+		return sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	gen, err := unix.IoctlGetInt(fd, fsIocGetVersion)
+	if err != nil {
+		return 0
+	}
+	return int64(uint32(gen)) | 1<<62 // never a birth time in ns (until 2116)
+}
+
+// recycledIno is the number a lower object is shown under when a draft
+// inode holds its disk number: stable for the object, in the range of
+// synthetic numbers (see syntheticIno).
+func recycledIno(ino uint64, birth int64) uint64 {
+	h := fnv.New64a()
+	var b [16]byte
+	for i := range 8 {
+		b[i], b[8+i] = byte(ino>>(8*i)), byte(uint64(birth)>>(8*i))
+	}
+	h.Write(b[:])
+	return h.Sum64()>>2 | 1<<62
+}
+
+// noteBirths records the births of inodes in born. Must be called with
+// d.mu held for writing.
+func (d *Draft) noteBirths(inodes map[uint64]*inode) {
+	d.bornMu.Lock()
+	defer d.bornMu.Unlock()
+	for ino, n := range inodes {
+		if n != nil && n.Born != 0 {
+			d.born[ino] = n.Born
+		}
+	}
+}
+
+// distinct gives i, what the disk holds at lowerPath, a number of its
+// own when a draft inode holds its disk number but was copied up from
+// another object.
+func (d *Draft) distinct(i *fileInfo, lowerPath string) {
+	if !d.w.osDisk {
+		return
+	}
+	d.bornMu.Lock()
+	b, ok := d.born[i.attr.Ino]
+	d.bornMu.Unlock()
+	if !ok {
+		return
+	}
+	if now := diskBirth(d.w.Abs(lowerPath)); now != b && now != 0 {
+		i.attr.Ino = recycledIno(i.attr.Ino, now)
+	}
+}
+
+// birthOf is the birth to record for a draft inode that keeps the disk
+// number of the object at lowerPath.
+func (d *Draft) birthOf(lowerPath string) int64 {
+	if !d.w.osDisk {
+		return 0
+	}
+	return diskBirth(d.w.Abs(lowerPath))
+}

@@ -1,0 +1,154 @@
+package overlay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// errReadOnly: a change to a draft opened read only.
+var errReadOnly = errors.New("the draft is open read only")
+
+// walScan is what a write-ahead log holds.
+type walScan struct {
+	records []*walRecord // whole records after the last checkpoint
+	whole   int          // bytes of whole records, from the start
+	skipped int          // whole records a checkpoint already held
+	damage  *walDamage   // nil: the log is whole, up to a torn tail
+}
+
+// walDamage is a record that cannot be read with whole records after
+// it: not a write a crash cut short (that is always the last), so
+// acknowledged changes would be lost by dropping it.
+type walDamage struct {
+	offset int // where the damaged record starts
+	index  int // its number, from 0
+	after  int // whole records found after it
+	// afterOffset is where the first of them starts.
+	afterOffset int
+}
+
+func (d *walDamage) err(path string) error {
+	return fmt.Errorf("%s is damaged at offset %d (record %d): %d later record(s) from offset %d cannot be replayed in order: %w; "+
+		"nothing was changed: run draftfs check to see what can be recovered, and draftfs check --repair to keep the damaged file aside and replay the records that can be read",
+		path, d.offset, d.index+1, d.after, d.afterOffset, ErrCorrupt)
+}
+
+// scanWAL reads the records of buf, a whole log, skipping those at or
+// below applied (a checkpoint held them).
+func scanWAL(buf []byte, applied uint64) walScan {
+	var s walScan
+	last := applied
+	off := 0
+	for i := 0; ; i++ {
+		r, n := frameAt(buf, off)
+		if r == nil {
+			if off < len(buf) {
+				s.damage = damageAt(buf, off, i, last)
+			}
+			return s
+		}
+		off += n
+		s.whole = off
+		if r.Seq <= applied {
+			s.skipped++
+			continue // checkpointed before a crash cut the log's truncation
+		}
+		last = r.Seq
+		s.records = append(s.records, r)
+	}
+}
+
+// frameAt decodes the record framed at off: nil when there is no whole
+// one there.
+func frameAt(buf []byte, off int) (*walRecord, int) {
+	if len(buf)-off < walHeader {
+		return nil, 0
+	}
+	n := int(binary.LittleEndian.Uint32(buf[off:]))
+	if n > len(buf)-off-walHeader {
+		return nil, 0
+	}
+	body := buf[off+walHeader : off+walHeader+n]
+	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(buf[off+4:]) {
+		return nil, 0
+	}
+	r := new(walRecord)
+	if err := json.Unmarshal(body, r); err != nil || r.Seq == 0 {
+		return nil, 0
+	}
+	return r, walHeader + n
+}
+
+// damageAt looks past the unreadable record at off for whole records
+// that follow it: none, and it is a torn tail (nil).
+func damageAt(buf []byte, off, index int, last uint64) *walDamage {
+	d := &walDamage{offset: off, index: index}
+	for p := off + 1; p < len(buf); {
+		i := bytes.Index(buf[p:], []byte(`{"q":`))
+		if i < 0 {
+			break
+		}
+		start := p + i - walHeader
+		p += i + 1
+		if start <= off {
+			continue
+		}
+		r, n := frameAt(buf, start)
+		if r == nil || r.Seq <= last {
+			continue
+		}
+		if d.after == 0 {
+			d.afterOffset = start
+		}
+		d.after++
+		p = start + n
+	}
+	if d.after == 0 {
+		return nil
+	}
+	return d
+}
+
+// reserveSize is the space kept aside in the state directory for the
+// changes that free space (a discard): on a full disk the reserve goes
+// and they still get their record written.
+const reserveSize = 1 << 20
+
+// keepReserve makes the reserve file when missing. Best effort: on a
+// full disk there is none until space is freed.
+func (s *store) keepReserve() {
+	if _, err := os.Lstat(s.reserve); err == nil {
+		return
+	}
+	f, err := os.OpenFile(s.reserve, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	f.Close()
+	if err != nil {
+		os.Remove(s.reserve)
+	}
+}
+
+// fullHint says, for an error of a full disk, what to free and how much
+// the state holds.
+func (s *store) fullHint(err error) string { return fullHint(filepath.Dir(s.path), err) }
+
+// fullHint is store.fullHint for the state directory dir of a draft.
+func fullHint(dir string, err error) string {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return ""
+	}
+	return fmt.Sprintf(" (the disk of the state directory %s is full; the draft's state holds %s: free space on that disk, "+
+		"or run draftfs gc to drop undo data it no longer needs, or draftfs discard to drop draft changes)", dir, FormatSize(dirSize(dir)))
+}
