@@ -112,6 +112,11 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	}
 	res.ID = rec.ID
 	err = d.runLocked(rec, opts.Progress)
+	if err == nil {
+		// Best effort: the commit is done; what is left is collected
+		// next time.
+		d.gcLocked(false)
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -14,6 +14,9 @@ func (d *Draft) Discard(keys []string, src Source) ([]string, error) {
 		return dropped, nil
 	}
 	publish, err := d.dropLocked(dropped, src)
+	if err == nil {
+		d.gcLocked(false) // the bases of what was dropped
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -151,6 +151,9 @@ func (d *Draft) collectGarbage() error {
 		}
 		os.Remove(filepath.Join(dataDir, e.Name()))
 	}
+	if _, err := d.gcLocked(false); err != nil {
+		return err
+	}
 	for ino, n := range d.inodes {
 		if d.links[ino] == 0 {
 			// An inode no entry names any more: drop its record too.

@@ -31,10 +31,13 @@ func (d *Draft) Undo(src Source) (*UndoResult, error) {
 		return nil, err
 	}
 	var rec *commitRecord
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].State == stateDone {
+	for i := len(recs) - 1; i >= 0 && rec == nil; i-- {
+		switch recs[i].State {
+		case stateDone:
 			rec = recs[i]
-			break
+		case stateExpired:
+			return nil, fmt.Errorf("overlay: draft %s: commit %d can no longer be undone: only the last %d commits keep what undo needs: %w",
+				d.name, recs[i].ID, UndoKeep, ErrNothingToUndo)
 		}
 	}
 	if rec == nil {
@@ -42,6 +45,9 @@ func (d *Draft) Undo(src Source) (*UndoResult, error) {
 	}
 	d.mu.Lock()
 	err = d.undoLocked(rec, src)
+	if err == nil {
+		d.gcLocked(false)
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err

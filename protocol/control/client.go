@@ -211,6 +211,16 @@ func (c *Client) Undo(p SourceParams) (*overlay.UndoResult, error) {
 	return &res, nil
 }
 
+// GC drops what the draft's state no longer needs, or with DryRun says
+// what it holds and what would go.
+func (c *Client) GC(p GCParams) (*overlay.GCResult, error) {
+	var res overlay.GCResult
+	if err := c.Call(context.Background(), "draft/gc", p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // Log returns the draft's history.
 func (c *Client) Log(p DraftParams) ([]overlay.LogEntry, error) {
 	var res []overlay.LogEntry

@@ -29,6 +29,7 @@
 //	draft/discard {paths} | {all: true} → {paths}
 //	draft/undo → {id, paths}
 //	draft/log → [{time, op, path?, from?, paths?, source}]
+//	draft/gc {dryRun?} → {dryRun?, size, undo, blobs, data, freed, expired, blobsDropped}
 //	draft/mount → {mount}
 //	draft/list → [{name, changes, ignored?, mount?, default?, users?: [{pid, client?, command?}], error?}]
 //	fs/resolve, fs/stat, fs/lstat, fs/readDir, fs/readFile, fs/writeFile,

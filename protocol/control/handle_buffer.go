@@ -39,6 +39,7 @@ func init() {
 		"draft/discard":    {fn: (*conn).discard, user: true},
 		"draft/undo":       {fn: (*conn).undo, user: true},
 		"draft/log":        {fn: (*conn).log},
+		"draft/gc":         {fn: (*conn).gc, user: true},
 		"draft/mount":      {fn: (*conn).mount, user: true},
 		"draft/list":       {fn: (*conn).draftList},
 		"fs/resolve":       {fn: (*conn).fsResolve},

@@ -332,6 +332,18 @@ func (cn *conn) undo(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return d.Undo(src)
 }
 
+func (cn *conn) gc(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p GCParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	return d.GC(p.DryRun)
+}
+
 func (cn *conn) log(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	var p DraftParams
 	if err := decode(req, &p); err != nil {

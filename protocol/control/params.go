@@ -90,6 +90,12 @@ type DraftParams struct {
 	Draft string `json:"draft,omitempty"`
 }
 
+// GCParams choose a draft to collect, and whether only to report.
+type GCParams struct {
+	Draft  string `json:"draft,omitempty"`
+	DryRun bool   `json:"dryRun,omitempty"`
+}
+
 // SourceParams choose a draft and name who acts, for the log ("cli",
 // "editor", "acp", "mcp"; default "cli").
 type SourceParams struct {
