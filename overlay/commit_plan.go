@@ -51,7 +51,8 @@ type commitOp struct {
 	// Backup names the copy (in the commit's undo directory) of what Path
 	// held before; "" when nothing was there.
 	Backup string `json:"u,omitempty"`
-	// OldMode is Path's mode before a chmod or a mkdir over a directory.
+	// OldMode is Path's mode before a chmod or a mkdir over a directory;
+	// for a place, the moved object's mode before the commit.
 	OldMode fs.FileMode `json:"om,omitempty"`
 	// Hash is the sha256 of what the op left at Path, for undo's check.
 	Hash string `json:"h,omitempty"`
@@ -305,6 +306,9 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			op.Kind, op.Stage = opPlace, staged[k]
 			if n != nil {
 				op.Mode = n.Mode
+			}
+			if ok, fi := d.diskHas(e.Origin); ok {
+				op.OldMode = fi.Mode() // what undo gives the moved object back
 			}
 		case e.Kind == kindDir && !e.Opaque && e.Base != nil && e.Base.Exists && e.Base.Kind == kindDir:
 			op.Kind, op.Mode, op.OldMode = opChmod, n.Mode, e.Base.Mode

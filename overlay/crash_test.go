@@ -138,11 +138,14 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		acks := bufio.NewScanner(stdout)
-		killAt := time.Now().Add(time.Duration(50+r.Intn(400)) * time.Millisecond)
+		// The clock starts at the first acknowledgement: a worker built
+		// with -race takes longer than that to start.
+		runFor := time.Duration(50+r.Intn(400)) * time.Millisecond
+		var killAt time.Time
 		var pending *crashOp
 		midOp := r.Intn(2) == 0
 		ops := 0
-		for time.Now().Before(killAt) {
+		for ops == 0 || time.Now().Before(killAt) {
 			o := nextCrashOp(r, model, step)
 			step++
 			pending = &o
@@ -155,7 +158,9 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 			}
 			applyCrashOp(model, o)
 			pending = nil
-			ops++
+			if ops++; ops == 1 {
+				killAt = time.Now().Add(runFor)
+			}
 			if o.Kind == "C" {
 				commits++
 			}

@@ -19,20 +19,28 @@ import (
 // x/sys/unix lacks.
 const fsIocGetVersion = 0x80087601
 
-// diskBirth identifies the disk object at path among those that had its
-// inode number; 0 when the file system tells neither.
-func diskBirth(path string) int64 {
-	var sx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BTIME, &sx)
-	if err == nil && sx.Mask&unix.STATX_BTIME != 0 {
-		return sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+// diskBirth identifies the disk object at key among those that had its
+// inode number; 0 when the file system tells neither. Resolved beneath
+// the workspace, as every disk access.
+func (w *Workspace) diskBirth(key string) int64 {
+	if w.dir == nil {
+		return 0
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := w.dir.Open(key, unix.O_PATH|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return 0
 	}
-	defer unix.Close(fd)
-	gen, err := unix.IoctlGetInt(fd, fsIocGetVersion)
+	var sx unix.Statx_t
+	err = unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_BTIME, &sx)
+	f.Close()
+	if err == nil && sx.Mask&unix.STATX_BTIME != 0 {
+		return sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+	}
+	if f, err = w.dir.Open(key, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0); err != nil {
+		return 0
+	}
+	defer f.Close()
+	gen, err := unix.IoctlGetInt(int(f.Fd()), fsIocGetVersion)
 	if err != nil {
 		return 0
 	}
@@ -68,16 +76,13 @@ func (d *Draft) noteBirths(inodes map[uint64]*inode) {
 // own when a draft inode holds its disk number but was copied up from
 // another object.
 func (d *Draft) distinct(i *fileInfo, lowerPath string) {
-	if !d.w.osDisk {
-		return
-	}
 	d.bornMu.Lock()
 	b, ok := d.born[i.attr.Ino]
 	d.bornMu.Unlock()
 	if !ok {
 		return
 	}
-	if now := diskBirth(d.w.Abs(lowerPath)); now != b && now != 0 {
+	if now := d.w.diskBirth(lowerPath); now != b && now != 0 {
 		i.attr.Ino = recycledIno(i.attr.Ino, now)
 	}
 }
@@ -85,8 +90,5 @@ func (d *Draft) distinct(i *fileInfo, lowerPath string) {
 // birthOf is the birth to record for a draft inode that keeps the disk
 // number of the object at lowerPath.
 func (d *Draft) birthOf(lowerPath string) int64 {
-	if !d.w.osDisk {
-		return 0
-	}
-	return diskBirth(d.w.Abs(lowerPath))
+	return d.w.diskBirth(lowerPath)
 }

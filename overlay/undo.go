@@ -87,6 +87,10 @@ func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
 			if err = disk.MkdirAll(diskName(rec.Stage), 0o700); err == nil {
 				err = disk.Rename(diskName(op.Path), diskName(op.Stage))
 			}
+			if err == nil && op.Mode.IsDir() && op.OldMode.IsDir() {
+				// The commit gave the moved directory the draft's mode.
+				err = disk.Chmod(diskName(op.Stage), op.OldMode)
+			}
 			if err == nil {
 				err = d.restore(rec, op)
 			}
