@@ -233,7 +233,11 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 			}
 		}
 		if err := d.applyOp(rec, op); err != nil {
-			return fmt.Errorf("overlay: commit %d: %s %q: %w (run any draftfs command to finish it)", rec.ID, op.Kind, op.Path+op.From, err)
+			err = fmt.Errorf("overlay: commit %d: %s %q: %w", rec.ID, op.Kind, op.Path+op.From, err)
+			if rerr := d.rollbackLocked(rec, i, err); rerr != nil {
+				return fmt.Errorf("%w; rolling it back failed too: %v (the next draftfs start tries again)", err, rerr)
+			}
+			return fmt.Errorf("%w: rolled back, the disk and the draft are as they were", err)
 		}
 		if progress != nil {
 			progress(i+1, total)
@@ -489,21 +493,34 @@ func (d *Draft) syncDirs(rec *commitRecord) {
 	}
 }
 
-// recover finishes a commit a crash interrupted.
+// recover finishes what a crash interrupted: a commit (or, when it
+// cannot be finished now, rolls it back), the rollback of a failed
+// commit, an undo. One that can be neither finished nor rolled back is
+// marked failed with why, so that the draft still opens.
 func (d *Draft) recover() error {
 	recs, err := d.st.commits()
 	if err != nil {
 		return err
 	}
 	for _, rec := range recs {
-		if rec.State != stateStaging && rec.State != statePlacing {
-			continue
-		}
 		d.mu.Lock()
-		err := d.runLocked(rec, nil)
+		switch rec.State {
+		case stateStaging, statePlacing:
+			err = d.runLocked(rec, nil)
+		case stateRollingBack:
+			err = d.rollbackLocked(rec, rec.Upto-1, nil)
+		case stateUndoing:
+			err = d.finishUndoLocked(rec, SourceCLI)
+		default:
+			err = nil
+		}
+		if err != nil {
+			rec.State, rec.Failure = stateFailed, fmt.Sprintf("interrupted by a crash, and then: %v", err)
+			err = d.st.write(&txn{reserved: true, commits: map[uint64]*commitRecord{rec.ID: rec}})
+		}
 		d.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("overlay: draft %s: finishing commit %d interrupted by a crash: %w", d.name, rec.ID, err)
+			return fmt.Errorf("overlay: draft %s: commit %d interrupted by a crash: %w", d.name, rec.ID, err)
 		}
 	}
 	return nil

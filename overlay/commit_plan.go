@@ -73,6 +73,11 @@ type commitRecord struct {
 	Stage  string            `json:"stage"` // staging directory key in the workspace
 	Entry  map[string]*entry `json:"entries"`
 	Inode  map[uint64]*inode `json:"inodes"`
+	// Upto is, while a failed commit rolls back, how many of its ops
+	// were (or may have been) applied.
+	Upto int `json:"upto,omitempty"`
+	// Failure says why a commit was rolled back.
+	Failure string `json:"failure,omitempty"`
 }
 
 // Commit record states.
@@ -81,6 +86,13 @@ const (
 	statePlacing = "placing"  // phase A done, phase B under way
 	stateDone    = "done"
 	stateUndone  = "undone"
+	// stateUndoing: an undo under way, finished at the next open.
+	stateUndoing = "undoing"
+	// stateRollingBack: a commit that failed partway being rolled back
+	// (its ops below Upto reverted), finished at the next open.
+	stateRollingBack = "rollingBack"
+	// stateFailed: a commit rolled back; nothing of it is on disk.
+	stateFailed = "failed"
 )
 
 // Conflict is a path a commit cannot apply without losing the user's

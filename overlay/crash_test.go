@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		crashWorker()
 		return
 	}
+	if os.Getenv("DRAFTFS_UNDO_WORKER") != "" {
+		undoWorker()
+		return
+	}
 	os.Exit(m.Run())
 }
 

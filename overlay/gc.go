@@ -90,7 +90,7 @@ func (d *Draft) gcLocked(dryRun bool) (*GCResult, error) {
 	}
 	keepUndo := map[string]bool{}
 	for _, r := range recs {
-		if expired[r.ID] || r.State == stateExpired || r.State == stateUndone {
+		if expired[r.ID] || r.State == stateExpired || r.State == stateUndone || r.State == stateFailed {
 			continue
 		}
 		keepUndo[strconv.FormatUint(r.ID, 10)] = true

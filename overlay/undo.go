@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -76,64 +75,16 @@ func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
 		return fmt.Errorf("overlay: undo of commit %d: %s changed on disk since; undo would lose that: %w",
 			rec.ID, strings.Join(changed, ", "), ErrDiskChanged)
 	}
-	disk := d.w.disk
-	for i := len(rec.Ops) - 1; i >= 0; i-- {
-		op := rec.Ops[i]
-		var err error
-		switch op.Kind {
-		case opWrite, opLink, opSymlink, opRemove:
-			err = d.restore(rec, op)
-		case opPlace:
-			if err = disk.MkdirAll(diskName(rec.Stage), 0o700); err == nil {
-				err = disk.Rename(diskName(op.Path), diskName(op.Stage))
-			}
-			if err == nil && op.Mode.IsDir() && op.OldMode.IsDir() {
-				// The commit gave the moved directory the draft's mode.
-				err = disk.Chmod(diskName(op.Stage), op.OldMode)
-			}
-			if err == nil {
-				err = d.restore(rec, op)
-			}
-		case opStage:
-			err = disk.Rename(diskName(op.Stage), diskName(op.From))
-		case opMkdir:
-			if op.Backup != "" {
-				err = d.restore(rec, op)
-			} else {
-				disk.Remove(diskName(op.Path)) // kept if the user put files in it
-			}
-		case opChmod:
-			err = disk.Chmod(diskName(op.Path), op.OldMode)
-		}
-		if err != nil {
-			return fmt.Errorf("overlay: undo of commit %d: %s %q: %w", rec.ID, op.Kind, op.Path+op.From, err)
-		}
+	// Journaled before the disk is touched: a crash from here on is
+	// finished at the next open.
+	rec.State = stateUndoing
+	if err := d.st.write(&txn{reserved: true, commits: map[uint64]*commitRecord{rec.ID: rec}}); err != nil {
+		return fmt.Errorf("overlay: undo of commit %d: %w", rec.ID, err)
 	}
-	disk.RemoveAll(diskName(rec.Stage))
-	for ino, n := range rec.Inode {
-		if !n.Data {
-			continue
-		}
-		kept := filepath.Join(d.undoDir(rec.ID), "data", fmt.Sprintf("%x", ino))
-		if err := os.Rename(kept, d.dataPath(ino)); err != nil {
-			return fmt.Errorf("overlay: undo of commit %d: restore draft content: %w", rec.ID, err)
-		}
+	if err := d.st.sync(); err != nil {
+		return fmt.Errorf("overlay: undo of commit %d: %w", rec.ID, err)
 	}
-	t := &txn{}
-	for k, e := range rec.Entry {
-		t.putEntry(k, e)
-	}
-	for ino, n := range rec.Inode {
-		t.putInode(ino, n)
-	}
-	rec.State = stateUndone
-	t.commits = map[uint64]*commitRecord{rec.ID: rec}
-	t.addLog(LogEntry{Op: "undo", Paths: rec.Paths, Source: src})
-	if err := d.finish(t); err != nil {
-		return err
-	}
-	os.RemoveAll(d.undoDir(rec.ID))
-	return d.st.sync()
+	return d.finishUndoLocked(rec, src)
 }
 
 // changedSince lists the paths whose disk state is no longer what the
