@@ -76,3 +76,63 @@ func BenchmarkUntar(b *testing.B) {
 		shell(b, dir, "tar xf "+tarball)
 	}
 }
+
+// BenchmarkDiskToVisible measures the time from a change on disk
+// returning to the mount showing it: the window in which a read through
+// the mount can still return the old content, while file watching
+// brings the change and the kernel's caches are dropped. "rename"
+// replaces the file by a rename (as git checkout does), "inplace"
+// rewrites it (as an editor saving in place). It reports the 50th and
+// 99th percentiles, and how often the first read right after the change
+// was stale.
+func BenchmarkDiskToVisible(b *testing.B) {
+	for _, how := range []string{"rename", "inplace"} {
+		b.Run(how, func(b *testing.B) { benchDiskToVisible(b, how == "rename") })
+	}
+}
+
+func benchDiskToVisible(b *testing.B, rename bool) {
+	m := testMount(b, mountOptions{files: map[string]string{"src/a.txt": "v0\n"}, watch: true})
+	disk := filepath.Join(m.root, "src/a.txt")
+	p := filepath.Join(m.mnt, "src/a.txt")
+	if _, err := os.ReadFile(p); err != nil { // cached by the kernel from here on
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	stale := 0
+	b.ResetTimer()
+	for i := range b.N {
+		want := fmt.Sprintf("v%d\n", i+1)
+		var err error
+		if rename {
+			tmp := disk + ".tmp"
+			if err = os.WriteFile(tmp, []byte(want), 0o644); err == nil {
+				err = os.Rename(tmp, disk)
+			}
+		} else {
+			err = os.WriteFile(disk, []byte(want), 0o644)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for first := true; ; first = false {
+			got, err := os.ReadFile(p)
+			if err == nil && string(got) == want {
+				break
+			}
+			if first {
+				stale++
+			}
+			if time.Since(start) > 5*time.Second {
+				b.Fatalf("change %d not visible through the mount after 5 s: %q %v", i, got, err)
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(100*float64(stale)/float64(b.N), "stale-%")
+}

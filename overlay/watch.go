@@ -65,10 +65,13 @@ func (x *watcher) run() {
 				continue
 			}
 			key := clean(rel)
+			// Published before a new directory is watched: the mounts
+			// drop their caches of the path sooner (a checkout creates
+			// many).
+			x.w.feed.publish(Change{Path: key, Kind: ChangeDisk, Source: SourceDisk})
 			if ev.Has(fsnotify.Create) {
 				x.addTree(ev.Name)
 			}
-			x.w.feed.publish(Change{Path: key, Kind: ChangeDisk, Source: SourceDisk})
 		case err, ok := <-x.fw.Errors:
 			if !ok {
 				return
