@@ -55,7 +55,6 @@ type Draft struct {
 	// bornMu protects born, which may be read with or without d.mu held;
 	// taken last. born maps the disk inode numbers draft inodes kept to
 	// the births of the objects they were copied up from (identity.go).
-	// Only grows while the draft is open.
 	bornMu sync.Mutex
 	born   map[uint64]int64
 }
@@ -432,6 +431,7 @@ func (d *Draft) releaseFile(ino uint64) {
 	delete(d.handles, ino)
 	if n, ok := d.orphans[ino]; ok {
 		delete(d.orphans, ino)
+		d.forgetBirth(ino)
 		if n.Data {
 			// Under filesMu, so no copy-up can take the number meanwhile.
 			os.Remove(d.dataPath(ino))

@@ -60,16 +60,27 @@ func recycledIno(ino uint64, birth int64) uint64 {
 	return h.Sum64()>>2 | 1<<62
 }
 
-// noteBirths records the births of inodes in born. Must be called with
-// d.mu held for writing.
+// noteBirths records the births of inodes in born, and forgets those of
+// inodes gone (nil), unless handles still hold them. Must be called
+// with d.mu held for writing.
 func (d *Draft) noteBirths(inodes map[uint64]*inode) {
-	d.bornMu.Lock()
-	defer d.bornMu.Unlock()
 	for ino, n := range inodes {
-		if n != nil && n.Born != 0 {
+		switch {
+		case n != nil && n.Born != 0:
+			d.bornMu.Lock()
 			d.born[ino] = n.Born
+			d.bornMu.Unlock()
+		case n == nil && !d.orphaned(ino):
+			d.forgetBirth(ino)
 		}
 	}
+}
+
+// forgetBirth drops what born knows of a draft inode that is gone.
+func (d *Draft) forgetBirth(ino uint64) {
+	d.bornMu.Lock()
+	delete(d.born, ino)
+	d.bornMu.Unlock()
 }
 
 // distinct gives i, what the disk holds at lowerPath, a number of its

@@ -32,6 +32,16 @@ func (d *Draft) Undo(src Source) (*UndoResult, error) {
 	var rec *commitRecord
 	for i := len(recs) - 1; i >= 0 && rec == nil; i-- {
 		switch recs[i].State {
+		case stateUndoing:
+			// An undo that failed partway (a disk that refused):
+			// finish it.
+			d.mu.Lock()
+			err := d.finishUndoLocked(recs[i], src)
+			d.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			return &UndoResult{ID: recs[i].ID, Paths: recs[i].Paths}, nil
 		case stateDone:
 			rec = recs[i]
 		case stateExpired:
