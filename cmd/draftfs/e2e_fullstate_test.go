@@ -107,3 +107,29 @@ func TestFullStateDisk(t *testing.T) {
 		t.Fatalf("status after discard --all: %s", r)
 	}
 }
+
+// TestGCCommand: draftfs gc --dry-run reports the state's size and what
+// it would drop without dropping it; draftfs gc drops it.
+func TestGCCommand(t *testing.T) {
+	f := newFixture(t)
+	f.file("a.txt", "one\n")
+	mnt := filepath.Join(f.tmp, "view")
+	d := f.serve(mnt)
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(mnt, "a.txt"), []byte(fmt.Sprintf("v%d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f.ok("commit")
+	}
+	r := f.ok("gc", "--dry-run", "--json")
+	if !strings.Contains(r.out, `"dryRun": true`) || !strings.Contains(r.out, `"size": `) || !strings.Contains(r.out, `"undo": `) {
+		t.Fatalf("gc --dry-run --json: %s", r)
+	}
+	if r := f.ok("gc"); !strings.Contains(r.out, "draft main: state ") || !strings.Contains(r.out, "freed") {
+		t.Fatalf("gc: %s", r)
+	}
+	d.stop()
+	if r := f.ok("gc", "--dry-run"); !strings.Contains(r.out, "would free 0 bytes") {
+		t.Fatalf("gc --dry-run without a daemon: %s", r)
+	}
+}
