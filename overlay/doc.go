@@ -25,6 +25,10 @@
 // objects, kept across copy-up and rename; allocated from a persistent
 // counter above 1<<63 for objects the draft creates. Hard links are two
 // draft entries naming one draft inode.
+// A copy-up keeps the disk's number and records the disk object's birth
+// (statx btime, else its generation): a disk file the disk later gives
+// that number to (ext4 recycles them at once) is shown under a number of
+// its own (identity.go).
 //
 // # Persistence
 //
@@ -44,6 +48,21 @@
 // a crash cut short was never acknowledged and is dropped on replay).
 // [Fs] callers that need power-loss durability call Sync on the file,
 // which syncs the log too. The database itself runs with NoSync.
+//
+// A read-only open ([Options].ReadOnly) writes nothing: the log's
+// records are kept in memory over the database. A writable open reads
+// and checks every state file before it writes: damage other than a
+// torn tail of the log is an error naming the file and offset
+// ([CheckDraft] says what can be recovered), and bbolt's assertions on a
+// damaged page are recovered into errors. When a checkpoint cannot be
+// written (a full disk) the records stay in the log, so the draft still
+// opens, and a reserve file lets a discard write its record.
+//
+// A commit, its rollback when an op fails, and an undo are journaled in
+// the commit's record before the disk is touched, and finished at the
+// next open after a crash (revert.go). Commits older than the last
+// [UndoKeep] lose their undo data, and kept contents nothing refers to
+// are collected ([Draft.GC]).
 //
 // # Errors
 //
