@@ -65,7 +65,8 @@ func (d *Draft) openDisk(key, name string) afero.File {
 	if _, ok := d.dirtyBuffer(w.lower); ok {
 		return nil
 	}
-	fd, err := d.diskOpen(w.lower, os.O_RDONLY|syscall.O_NOFOLLOW)
+	// O_NONBLOCK: opening a named pipe would wait for a writer.
+	fd, err := d.diskOpen(w.lower, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil
 	}
@@ -118,7 +119,8 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: ino, d: d, orphanAtOpen: d.orphaned(ino)}
 	// The disk file is opened now, so the handle keeps reading it if the
 	// disk deletes or replaces the path; a buffer-only file has none.
-	disk, err := d.w.disk.Open(diskName(p.w.lower))
+	// O_NONBLOCK: opening a named pipe would wait for a writer.
+	disk, err := d.diskOpen(p.w.lower, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err == nil {
 		lf.disk, lf.seq = disk, disk
 	} else if s, ok := d.dirtyBuffer(p.w.lower); ok {

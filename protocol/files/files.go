@@ -24,6 +24,10 @@ import (
 // ErrTooLarge: a read asked for more than the caller's limit.
 var ErrTooLarge = errors.New("file is larger than the read limit")
 
+// ErrNotRegular: a read of a named pipe, socket or device, which could
+// block forever or never end.
+var ErrNotRegular = errors.New("not a regular file: only regular files are read")
+
 // Info describes one path of the merged view.
 type Info struct {
 	Name    string      `json:"name"`
@@ -141,6 +145,9 @@ func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 	if fi.IsDir() {
 		return nil, &fs.PathError{Op: "read", Path: key, Err: syscall.EISDIR}
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is a %s, %w", key, typeName(fi.Mode()), ErrNotRegular)
+	}
 	if limit > 0 && fi.Size() > limit {
 		return nil, fmt.Errorf("%s: %d bytes, limit %d: %w", key, fi.Size(), limit, ErrTooLarge)
 	}
@@ -159,6 +166,19 @@ func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: over %d bytes: %w", key, limit, ErrTooLarge)
 	}
 	return b, nil
+}
+
+// typeName names the type of a file that is not regular.
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // WriteFile implements Files.

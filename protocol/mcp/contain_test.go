@@ -68,3 +68,34 @@ func TestReadRacesSwap(t *testing.T) {
 		t.Fatalf("%d of %d reads returned the file outside the workspace", outside, inside+refused+outside)
 	}
 }
+
+// TestFIFONeverHangs: a named pipe in the workspace is refused by reads
+// with a clear error and passed over by searches, where both used to
+// wait forever for a writer.
+func TestFIFONeverHangs(t *testing.T) {
+	e := newEnv(t)
+	if err := unix.Mkfifo(e.abs("sub/pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.fails("read_text_file", m("path", "sub/pipe"), "named pipe (FIFO), not a regular file")
+		if r := e.ok("read_multiple_files", m("paths", []string{"sub/pipe", "a.txt"})); !strings.Contains(r, "not a regular file") || !strings.Contains(r, "hello") {
+			t.Errorf("read_multiple_files: %s", r)
+		}
+		if r := e.ok("search_content", m("path", ".", "pattern", "export")); !strings.Contains(r, "y.ts") {
+			t.Errorf("search_content: %s", r)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		// Unblock the reader so the test ends: a writer that closes.
+		if f, err := os.OpenFile(e.abs("sub/pipe"), os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		<-done
+		t.Fatal("a read of the named pipe waited for a writer")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"runtime"
 	"slices"
@@ -248,7 +249,10 @@ func (s *Server) searchContent(ctx context.Context, a args) (*result, error) {
 	var todo []target
 	if info.IsDir() {
 		err = s.walk(ctx, root, exclude, func(t target, rel string, e files.Info) error {
-			if e.IsDir() || len(include) > 0 && !matchAny(include, rel) {
+			// Named pipes, sockets and devices are never read: a pipe
+			// would hang the search.
+			special := e.Mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) != 0
+			if e.IsDir() || special || len(include) > 0 && !matchAny(include, rel) {
 				return nil
 			}
 			todo = append(todo, t)
