@@ -49,6 +49,11 @@ func (d *Daemon) Mount(draft, dir string) (string, error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return "", err
 	}
+	// Before anything is created: a mount point in the workspace is
+	// refused without making its parents there.
+	if err := fusefs.CheckPlacement(dir, d.ws.Root()); err != nil {
+		return "", err
+	}
 	created, err := prepareMountpoint(dir)
 	if err != nil {
 		return "", err

@@ -242,6 +242,14 @@ func checkMountpoint(mp, workspace string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("fusefs: mount point %s is not a directory", mp)
 	}
+	return CheckPlacement(mp, workspace)
+}
+
+// CheckPlacement refuses a mount point, existing or not, that lies
+// inside the workspace or contains it. Callers that create a missing
+// mount point check first, so that a refused one leaves nothing behind
+// in the workspace.
+func CheckPlacement(mp, workspace string) error {
 	m, w := realPath(mp), realPath(workspace)
 	switch {
 	case beneath.Within(m, w):
@@ -252,12 +260,17 @@ func checkMountpoint(mp, workspace string) error {
 	return nil
 }
 
-// realPath resolves symlinks in p where it can.
+// realPath resolves symlinks in p where it can: in its deepest existing
+// ancestor when p does not exist yet.
 func realPath(p string) string {
+	p = filepath.Clean(p)
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
 	}
-	return filepath.Clean(p)
+	if dir := filepath.Dir(p); dir != p {
+		return filepath.Join(realPath(dir), filepath.Base(p))
+	}
+	return p
 }
 
 // Mountpoint is where the view is mounted.

@@ -63,3 +63,22 @@ func TestSetidFromAnotherUser(t *testing.T) {
 		t.Fatalf("prog after --allow-setid --allow-owner: %v %d:%d", fi.Mode(), st.Uid, st.Gid)
 	}
 }
+
+// TestRefusedMountCreatesNothing: draftfs mount of a path inside the
+// workspace is refused before anything is made there.
+func TestRefusedMountCreatesNothing(t *testing.T) {
+	needFUSE(t)
+	f := newFixture(t)
+	f.file("keep.txt", "k\n")
+	r := f.run("mount", filepath.Join(f.ws, "a", "b", "c"))
+	if r.code == 0 || !strings.Contains(r.err, "inside the workspace") {
+		t.Fatalf("mount inside the workspace: %s", r)
+	}
+	ents, err := os.ReadDir(f.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "keep.txt" {
+		t.Fatalf("the refused mount left %v in the workspace", ents)
+	}
+}
