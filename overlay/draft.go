@@ -41,6 +41,9 @@ type Draft struct {
 	// writers counts the handles open for writing on each inode: a
 	// commit keeps their entries (see runLocked).
 	writers map[uint64]int
+	// lastLog is the path and source of the last change logged, so that
+	// consecutive writes of one file by one source log once.
+	lastLog logMark
 	closed  bool
 
 	// filesMu protects the following; lock order d.mu, then filesMu.
@@ -174,6 +177,12 @@ func (d *Draft) close() error {
 	err := d.st.close()
 	d.closeData()
 	return err
+}
+
+// logMark is a logged change's path and source.
+type logMark struct {
+	path string
+	src  Source
 }
 
 // Name is the draft's name.

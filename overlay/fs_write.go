@@ -237,6 +237,16 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 		if !p.n.Data {
 			return 0, pathErr("open", key, syscall.EISDIR)
 		}
+		// A write to a file the draft holds already: logged with its
+		// source, unless the last change logged was this file's by the
+		// same source (consecutive writes coalesce).
+		if d.lastLog != (logMark{path: key, src: src}) {
+			t := &txn{}
+			t.addLog(LogEntry{Op: "write", Path: key, Source: src})
+			if err := d.finish(t); err != nil {
+				return 0, err
+			}
+		}
 		return p.ino, nil
 	}
 	fi, err := d.lowerStat(baseOf(key), p.w.lower)
@@ -375,6 +385,9 @@ func (d *Draft) finish(t *txn) error {
 	}
 	if err := d.apply(t); err != nil {
 		return err
+	}
+	if n := len(t.log); n > 0 {
+		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source}
 	}
 	for _, ino := range gone {
 		os.Remove(d.dataPath(ino))

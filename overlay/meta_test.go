@@ -137,3 +137,25 @@ func TestCommitOwners(t *testing.T) {
 		}
 	}
 }
+
+// Every change is logged with its source: a mount write, an MCP write,
+// a mount write again of one file log three entries; consecutive writes
+// by one source coalesce.
+func TestLogEveryWriterOfAFile(t *testing.T) {
+	e := newViewEnv(t, map[string]string{})
+	mcp := e.d.Fs(overlay.SourceMCP)
+	mustWrite(t, e.v, "f", "m1\n")
+	mustWrite(t, mcp, "f", "m2\n")
+	mustWrite(t, e.v, "f", "m3\n")
+	mustWrite(t, e.v, "f", "m4\n")
+	log, err := e.d.Log()
+	must(t, err)
+	var got []string
+	for _, l := range log {
+		got = append(got, string(l.Source)+" "+l.Op+" "+l.Path)
+	}
+	want := "mount create f,mcp write f,mount write f"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("log: %v, want %s", got, want)
+	}
+}
