@@ -37,7 +37,8 @@ What is contained:
     log show the draft CMD is in, while commit, discard, undo and buffer
     changes are refused: reviewing the draft is the user's.
 What is not: the rest of the file system (your home, /tmp, other
-projects) is reachable and writable as by you, and so is the network.
+projects) is reachable and writable as by you, and so are the network
+and the sockets of your other programs (tmux, editors, the session bus).
 This keeps agents' work on the workspace in the draft; it is not a
 sandbox.
 
