@@ -133,7 +133,7 @@ local function acp_read(peers, path)
   T.write_file(prompts, vim.json.encode({ { { op = 'read', path = path } } }))
   local argv = {
     'node', peers .. '/editor.mjs', '--cwd', ws, '--prompts', prompts, '--out', out, '--',
-    T.bin, '--state', T.state, 'acp', '--', 'node', peers .. '/agent.mjs',
+    T.bin, '--workspace', ws, '--state', T.state, 'acp', '--', 'node', peers .. '/agent.mjs',
   }
   local exited, errs = nil, {}
   local job = vim.fn.jobstart(argv, {
