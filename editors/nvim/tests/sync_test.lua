@@ -504,23 +504,29 @@ end)
 
 T.case('quitting Neovim closes its buffers in the daemon', function()
   local path = ws .. '/quit.txt'
+  local edit = T.tmp .. '/edit-now'
   local quit = T.tmp .. '/quit-now'
   T.write_file(path, 'disk\n')
+  -- The other Neovim edits and quits when told to, by files appearing:
+  -- finding the daemon takes it a while on a loaded machine.
+  local when = "lua vim.fn.timer_start(20, function(t) if vim.loop.fs_stat(%q) then vim.fn.timer_stop(t); %s end end, { ['repeat'] = -1 })"
   local child = vim.fn.jobstart({
     vim.v.progpath, '--headless', '-u', 'NONE', '-i', 'NONE', '-n',
     '--cmd', 'set rtp^=' .. vim.fn.fnameescape(T.plugin),
     '-c', ("lua require('draftfs').setup({ cmd = %q, state = %q })"):format(T.bin, T.state),
     '-c', 'edit ' .. vim.fn.fnameescape(path),
-    '-c', "lua vim.defer_fn(function() vim.api.nvim_buf_set_lines(0, 0, -1, true, { 'unsaved' }) end, 200)",
-    -- It quits when told to, by a file appearing.
-    '-c', ("lua vim.fn.timer_start(20, function() if vim.loop.fs_stat(%q) then vim.cmd('qall!') end end, { ['repeat'] = -1 })"):format(quit),
+    '-c', when:format(edit, "vim.api.nvim_buf_set_lines(0, 0, -1, true, { 'unsaved' })"),
+    '-c', when:format(quit, "vim.cmd('qall!')"),
   })
   T.ok(child > 0, 'cannot start a second Neovim')
-  -- Opening sends the disk text and marks it saved a moment later, so
-  -- wait for the edit itself: the version after the open's.
+  T.wait('the other Neovim to open the file in the daemon', function()
+    return T.buffer(probe, path, ws) ~= nil
+  end, 20000)
+  local opened = T.buffer(probe, path, ws).version
+  T.write_file(edit, '')
   T.wait('the other Neovim to send its edit', function()
     local b = T.buffer(probe, path, ws)
-    return b and b.dirty and b.version > 1
+    return b and b.dirty and b.version > opened
   end)
   T.eq('unsaved\n', T.text(probe, path), 'the merged view while it runs')
   T.write_file(quit, '')
