@@ -363,6 +363,18 @@ func (r *Root) Symlink(target, key string) error {
 	})
 }
 
+// Mknod makes key a FIFO, a socket or a device node (mode's type bits)
+// with exactly mode's permission bits: mknod(2) applies the umask.
+func (r *Root) Mknod(key string, mode fs.FileMode, dev uint64) error {
+	err := r.at("mknod", key, func(dir int, name string) error {
+		return unix.Mknodat(dir, name, UnixMode(mode)&unix.S_IFMT|0o600, int(dev))
+	})
+	if err != nil {
+		return err
+	}
+	return r.Chmod(key, mode)
+}
+
 // Readlink reads the symlink key.
 func (r *Root) Readlink(key string) (string, error) {
 	var out string

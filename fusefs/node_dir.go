@@ -16,6 +16,7 @@ import (
 
 var (
 	_ = (gofs.NodeMkdirer)((*node)(nil))
+	_ = (gofs.NodeMknoder)((*node)(nil))
 	_ = (gofs.NodeRmdirer)((*node)(nil))
 	_ = (gofs.NodeUnlinker)((*node)(nil))
 	_ = (gofs.NodeRenamer)((*node)(nil))
@@ -37,6 +38,21 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	if err := n.srv.fsys.Mkdir(key, fileMode(mode)); err != nil {
 		return nil, n.srv.errno("mkdir", err)
+	}
+	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
+	return child, errno
+}
+
+// Mknod implements NodeMknoder: FIFOs, sockets (bind(2) of a Unix
+// socket makes one) and device nodes (the kernel lets only callers
+// with CAP_MKNOD ask) are draft objects; the kernel serves their I/O.
+func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	key, ok := n.childKey(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	if err := n.srv.fsys.Mknod(key, beneath.FileMode(mode), uint64(dev)); err != nil {
+		return nil, n.srv.errno("mknod", err)
 	}
 	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
 	return child, errno

@@ -84,6 +84,7 @@ func (d *Draft) recordBase(lowerPath string, ok bool) (*base, error) {
 	}
 	b.Exists, b.Kind, b.Mode, b.Size = true, kindOf(fi.Mode()), fi.Mode(), fi.Size()
 	b.Mtime = fi.ModTime().UnixNano()
+	b.Rdev = fi.attr.Rdev
 	switch b.Kind {
 	case kindSymlink:
 		t, err := d.readlinkLower(lowerPath)

@@ -9,9 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
+
+	"github.com/draftfs/draftfs/beneath"
 )
 
 // CommitOptions choose what a commit applies and how.
@@ -350,6 +354,8 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 	case opSymlink:
 		op.Hash = hashBytes([]byte(op.Target))
 		return d.symlinkDisk(rec, op.Path, op.Target, op.Owner)
+	case opMknod:
+		return d.mknodDisk(rec, op)
 	}
 	return fmt.Errorf("unknown op %q", op.Kind)
 }
@@ -471,6 +477,40 @@ func (d *Draft) symlinkDisk(rec *commitRecord, key, target string, owner *Owner)
 	return d.w.disk.Rename(diskName(tmp), diskName(key))
 }
 
+// mknodDisk makes op.Path a FIFO or device node, atomically.
+func (d *Draft) mknodDisk(rec *commitRecord, op *commitOp) error {
+	tmp := tempName(rec, op.Path)
+	d.w.disk.Remove(diskName(tmp))
+	if err := mknodOn(d.w.disk, diskName(tmp), op.Mode, op.Rdev); err != nil {
+		return err
+	}
+	if err := chown(d.w.disk, tmp, op.Owner); err != nil {
+		return err
+	}
+	if ok, fi := d.diskHas(op.Path); ok && fi.IsDir() {
+		if err := d.w.disk.RemoveAll(diskName(op.Path)); err != nil {
+			return err
+		}
+	}
+	return d.w.disk.Rename(diskName(tmp), diskName(op.Path))
+}
+
+// mknodOn makes a FIFO or device node, with exactly mode's permission
+// bits, on the disk layer or the OS's file system (the state
+// directory's).
+func mknodOn(fsys afero.Fs, name string, mode fs.FileMode, rdev uint64) error {
+	switch v := fsys.(type) {
+	case beneath.FS:
+		return v.R.Mknod(beneath.Key(name), mode, rdev)
+	case *afero.OsFs:
+		if err := unix.Mknod(name, beneath.UnixMode(mode)&unix.S_IFMT|0o600, int(rdev)); err != nil {
+			return &fs.PathError{Op: "mknod", Path: name, Err: err}
+		}
+		return os.Chmod(name, mode&permBits)
+	}
+	return fmt.Errorf("%s: the disk layer cannot make special files", name)
+}
+
 // syncDirs makes the renames of a commit durable: every directory it
 // touched is synced once.
 func (d *Draft) syncDirs(rec *commitRecord) {
@@ -587,6 +627,18 @@ func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 			return err
 		}
 		return l.SymlinkIfPossible(t, dst)
+	case fi.Mode()&fs.ModeSocket != 0:
+		return nil // a socket is nothing without its listener
+	case kindOf(fi.Mode()) == kindSpecial:
+		// Never opened: a FIFO's open would wait for a writer.
+		var rdev uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			rdev = st.Rdev
+		}
+		if err := mknodOn(to, dst, fi.Mode(), rdev); err != nil {
+			return err
+		}
+		return to.Chtimes(dst, fi.ModTime(), fi.ModTime())
 	case fi.IsDir():
 		if err := to.MkdirAll(dst, fi.Mode().Perm()|0o700); err != nil {
 			return err

@@ -36,6 +36,7 @@ const (
 	opWrite   = "write"   // write Path from data file Ino or blob Blob
 	opLink    = "link"    // hard link Path to From (committed earlier)
 	opSymlink = "symlink" // make Path a symlink to Target
+	opMknod   = "mknod"   // make Path a FIFO or device node (Mode, Rdev)
 )
 
 // commitOp is one step of a commit.
@@ -48,6 +49,7 @@ type commitOp struct {
 	Blob   string      `json:"b,omitempty"`
 	Mode   fs.FileMode `json:"m,omitempty"`
 	Target string      `json:"t,omitempty"`
+	Rdev   uint64      `json:"rd,omitempty"`
 	// Backup names the copy (in the commit's undo directory) of what Path
 	// held before; "" when nothing was there.
 	Backup string `json:"u,omitempty"`
@@ -202,6 +204,8 @@ func (d *Draft) checkLocked(chosen map[string]*entry, noop map[string]bool) (map
 			} else if m != nil {
 				merged[k] = m
 			}
+		case e.Kind == kindSpecial:
+			conflicts = append(conflicts, Conflict{k, "you changed this special file meanwhile"})
 		default:
 			conflicts = append(conflicts, Conflict{k, "you changed this symlink meanwhile"})
 		}
@@ -332,6 +336,14 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			replaces = replaces && e.Base.Exists
 		case e.Kind == kindSymlink:
 			op.Kind, op.Target = opSymlink, n.Target
+		case e.Kind == kindSpecial && n.Mode&fs.ModeSocket != 0:
+			// A socket is committed as nothing, as git and tar leave
+			// sockets out: only what the path held before goes.
+			op.Kind = opRemove
+		case e.Kind == kindSpecial:
+			// Each name made anew: a hard link of a special file is
+			// not worth the journal's while.
+			op.Kind, op.Mode, op.Rdev = opMknod, n.Mode, n.Rdev
 		case written[e.Ino] != "":
 			op.Kind, op.From = opLink, written[e.Ino]
 		default:
@@ -347,7 +359,7 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			written[e.Ino] = k
 		}
 		switch op.Kind {
-		case opWrite, opMkdir, opSymlink:
+		case opWrite, opMkdir, opSymlink, opMknod:
 			op.Owner = d.ownerFor(k, e, allowOwner)
 		case opChmod:
 			if allowOwner {

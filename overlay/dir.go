@@ -71,6 +71,12 @@ func (d *Draft) peekDir(key string) (where, error, []draftChild) {
 				c.typ = fs.ModeDir
 			} else if e.Kind == kindSymlink {
 				c.typ = fs.ModeSymlink
+			} else if e.Kind == kindSpecial {
+				// A renamed lower special file: which type, only the
+				// disk says (rare, so asked here).
+				if fi, err := d.lowerStat(name, e.Origin); err == nil {
+					c.typ = fi.Mode().Type()
+				}
 			}
 			own = append(own, c)
 		}

@@ -148,7 +148,7 @@ func (d *Draft) handleInfo(name string, ino uint64, fd *os.File) (fs.FileInfo, e
 	i := &fileInfo{name: name, size: fi.Size(), mode: n.Mode, mtime: fi.ModTime(),
 		attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid)}}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		i.attr.Atime, i.attr.Ctime, i.attr.Blocks = timeOf(st.Atim), timeOf(st.Ctim), st.Blocks
+		i.attr.Atime, i.attr.Ctime, i.attr.Blocks = timeOf(st.Atim), n.ctime(timeOf(st.Ctim)), st.Blocks
 	}
 	return i, nil
 }

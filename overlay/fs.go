@@ -145,7 +145,7 @@ func (d *Draft) describe(key string, p peeked) (fs.FileInfo, error) {
 
 // draftInfo describes a draft inode.
 func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*fileInfo, error) {
-	i := &fileInfo{name: name, mode: n.Mode, attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid)}}
+	i := &fileInfo{name: name, mode: n.Mode, attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid), Rdev: n.Rdev}}
 	switch {
 	case n.Data:
 		var st unix.Stat_t
@@ -153,17 +153,38 @@ func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*f
 			return nil, &fs.PathError{Op: "lstat", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
 		i.size, i.mtime = st.Size, time.Unix(st.Mtim.Unix())
-		i.attr.Atime, i.attr.Ctime = time.Unix(st.Atim.Unix()), time.Unix(st.Ctim.Unix())
+		i.attr.Atime, i.attr.Ctime = time.Unix(st.Atim.Unix()), n.ctime(time.Unix(st.Ctim.Unix()))
 		i.attr.Blocks = st.Blocks
 		return i, nil
 	case n.Mode.IsDir():
 		i.size, i.attr.Nlink = 4096, 2
-	default:
+	case n.Mode&fs.ModeSymlink != 0:
 		i.size = int64(len(n.Target))
 	}
-	i.mtime = time.Unix(0, n.Mtime)
-	i.attr.Atime, i.attr.Ctime = i.mtime, i.mtime
+	i.mtime, i.attr.Atime, i.attr.Ctime = n.times()
 	return i, nil
+}
+
+// times are the mtime, atime and ctime of an inode without Data.
+func (n *inode) times() (mtime, atime, ctime time.Time) {
+	mtime, atime, ctime = time.Unix(0, n.Mtime), time.Unix(0, n.Mtime), time.Unix(0, n.Mtime)
+	if n.Atime != 0 {
+		atime = time.Unix(0, n.Atime)
+	}
+	if n.Ctime != 0 {
+		ctime = time.Unix(0, n.Ctime)
+	}
+	return mtime, atime, ctime
+}
+
+// ctime is the ctime of an inode with Data whose data file has ctime
+// data: the inode's own changes (chmod, link...) leave the data file
+// alone.
+func (n *inode) ctime(data time.Time) time.Time {
+	if own := time.Unix(0, n.Ctime); n.Ctime != 0 && own.After(data) {
+		return own
+	}
+	return data
 }
 
 // maxSymlinks is how many symlinks one lookup follows before ELOOP.

@@ -94,6 +94,7 @@ func (d *Draft) removeLocked(key string, mustBeEmpty bool, src Source) error {
 	if err := d.hideLocked(t, key, b); err != nil {
 		return err
 	}
+	d.touchDirsLocked(t, key)
 	t.addLog(LogEntry{Op: "delete", Path: key, Source: src})
 	if err := d.finish(t); err != nil {
 		return err
@@ -182,12 +183,12 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 			break
 		}
 		ino, err = d.copyUpDirLocked(key, p, f.src)
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case !fi.Mode().IsRegular(): // a symlink or a special file
 		if a.Size != nil {
 			err = pathErr("truncate", key, syscall.EINVAL)
 			break
 		}
-		ino, err = d.symlinkUpLocked(key, p, f.src)
+		ino, err = d.metaUpLocked(key, p, f.src)
 	default:
 		keep := a.Size == nil || *a.Size > 0
 		ino, err = d.copyUpLocked(key, p, keep, f.src)
@@ -242,13 +243,21 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 				return &fs.PathError{Op: "utimes", Path: "/" + key, Err: err}
 			}
 		}
-	} else if a.Mtime != nil {
-		changed = changed || a.Mtime.UnixNano() != n.Mtime
-		n.Mtime = a.Mtime.UnixNano()
+	} else if a.Atime != nil || a.Mtime != nil {
+		if a.Atime != nil {
+			n.Atime = a.Atime.UnixNano()
+		}
+		if a.Mtime != nil {
+			n.Mtime = a.Mtime.UnixNano()
+		}
+		changed = true
 	}
 	if !changed {
 		return nil
 	}
+	// Every change of an inode moves its ctime; a data file's own
+	// changes (size, times) move the data file's.
+	n.Ctime = time.Now().UnixNano()
 	t := &txn{}
 	t.putInode(ino, &n)
 	t.addLog(LogEntry{Op: op, Path: key, Source: src})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"syscall"
+	"time"
 )
 
 // RenameFlags are rename2(2)'s flags.
@@ -124,6 +125,17 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 	}
 	moved.Base = dstBase
 	t.putEntry(dst, moved)
+	// A rename changes the moved inodes (Linux moves their ctime) and
+	// the directories on both sides.
+	now := time.Now().UnixNano()
+	for _, e := range []*entry{moved, t.entries[src]} {
+		if e != nil && e.Ino != 0 {
+			if n := d.stagedInode(t, e.Ino); n != nil {
+				n.Ctime = now
+			}
+		}
+	}
+	d.touchDirsLocked(t, src, dst)
 	for _, k := range srcBelow {
 		t.putEntry(rebase(k, src, dst), d.entries[k])
 	}

@@ -114,6 +114,8 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 		return &dirFile{name: name, key: key, d: d, info: fi}, nil
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, pathErr("open", key, syscall.ELOOP)
+	case kindOf(fi.Mode()) == kindSpecial:
+		return nil, pathErr("open", key, syscall.ENXIO) // the kernel serves its I/O, not the view
 	}
 	ino := fi.Sys().(*Attr).Ino
 	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: ino, d: d, orphanAtOpen: d.orphaned(ino)}
@@ -147,11 +149,13 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 	case err != nil && flag&os.O_CREATE == 0:
 	case err != nil:
-		ino, fd, err = d.createLocked(key, kindFile, perm, "", flag, src)
+		ino, fd, err = d.createLocked(key, kindFile, perm, "", 0, flag, src)
 	case flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
 		err = pathErr("open", key, syscall.EEXIST)
 	case fi.IsDir():
 		err = pathErr("open", key, syscall.EISDIR)
+	case kindOf(fi.Mode()) == kindSpecial:
+		err = pathErr("open", key, syscall.ENXIO) // the kernel serves its I/O, not the view
 	default:
 		ino, err = d.copyUpLocked(key, p, flag&os.O_TRUNC == 0, src)
 	}
@@ -173,10 +177,11 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, writer: true}, nil
 }
 
-// createLocked makes a new object at key, which must not exist. A
-// file's data file is returned open with flag (O_EXCL aside). Must be
-// called with d.mu held for writing.
-func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string, flag int, src Source) (uint64, *os.File, error) {
+// createLocked makes a new object at key, which must not exist: mode's
+// type bits say which special file a kindSpecial is, rdev a device
+// node's number. A file's data file is returned open with flag (O_EXCL
+// aside). Must be called with d.mu held for writing.
+func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string, rdev uint64, flag int, src Source) (uint64, *os.File, error) {
 	if key == "" {
 		return 0, nil, pathErr("create", key, syscall.EEXIST)
 	}
@@ -194,10 +199,15 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	var fd *os.File
 	t := &txn{}
 	ino := d.allocIno(t)
-	n := &inode{Mode: mode & permBits, Target: target, Mtime: time.Now().UnixNano(), Uid: os.Getuid(), Gid: os.Getgid()}
+	now := time.Now().UnixNano()
+	n := &inode{Mode: mode & permBits, Target: target, Mtime: now, Atime: now, Ctime: now, Uid: os.Getuid(), Gid: os.Getgid()}
 	e := &entry{Kind: k, Ino: ino, Base: b}
 	op := "create"
 	switch k {
+	case kindSpecial:
+		n.Mode |= mode.Type() & specialTypes
+		n.Rdev = rdev
+		op = "mknod"
 	case kindDir:
 		n.Mode |= fs.ModeDir
 		e.Opaque = true
@@ -214,6 +224,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	}
 	t.putEntry(key, e)
 	t.putInode(ino, n)
+	d.touchDirsLocked(t, key)
 	t.addLog(LogEntry{Op: op, Path: key, Source: src})
 	if err := d.finish(t); err != nil {
 		if fd != nil {
@@ -368,8 +379,15 @@ func (d *Draft) finish(t *txn) error {
 		}
 	}
 	var gone []uint64
+	now := time.Now().UnixNano()
 	for ino, c := range counts {
 		if c > 0 {
+			if c != d.links[ino] {
+				// A name more or less: the inode changed.
+				if n := d.stagedInode(t, ino); n != nil {
+					n.Ctime = now
+				}
+			}
 			continue
 		}
 		n, named := d.inodes[ino]
@@ -406,7 +424,7 @@ func (f *Fs) Mkdir(name string, perm fs.FileMode) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	_, _, err := d.createLocked(key, kindDir, perm, "", 0, f.src)
+	_, _, err := d.createLocked(key, kindDir, perm, "", 0, 0, f.src)
 	return err
 }
 
@@ -446,7 +464,7 @@ func (f *Fs) Symlink(target, newname string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	_, _, err := d.createLocked(key, kindSymlink, 0o777, target, 0, f.src)
+	_, _, err := d.createLocked(key, kindSymlink, 0o777, target, 0, 0, f.src)
 	return err
 }
 
@@ -479,10 +497,10 @@ func (f *Fs) Link(oldname, newname string) error {
 		return pathErr("link", src, syscall.EPERM)
 	}
 	var ino uint64
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		ino, err = d.symlinkUpLocked(src, p, f.src)
-	} else {
+	if fi.Mode().IsRegular() {
 		ino, err = d.copyUpLocked(src, p, true, f.src)
+	} else {
+		ino, err = d.metaUpLocked(src, p, f.src)
 	}
 	if err != nil {
 		return err
@@ -493,6 +511,7 @@ func (f *Fs) Link(oldname, newname string) error {
 	}
 	t := &txn{}
 	t.putEntry(dst, &entry{Kind: kindOf(fi.Mode()), Ino: ino, Base: b})
+	d.touchDirsLocked(t, dst)
 	t.addLog(LogEntry{Op: "link", Path: dst, From: src, Source: f.src})
 	if err := d.finish(t); err != nil {
 		return err
@@ -502,19 +521,22 @@ func (f *Fs) Link(oldname, newname string) error {
 	return nil
 }
 
-// symlinkUpLocked gives a lower symlink a draft inode. Must be called
-// with d.mu held for writing.
-func (d *Draft) symlinkUpLocked(key string, p peeked, src Source) (uint64, error) {
+// metaUpLocked gives a lower symlink or special file, an object that
+// is all metadata, a draft inode. Must be called with d.mu held for
+// writing.
+func (d *Draft) metaUpLocked(key string, p peeked, src Source) (uint64, error) {
 	if p.ino != 0 {
 		return p.ino, nil
-	}
-	target, err := d.readlinkPeeked(key, p)
-	if err != nil {
-		return 0, err
 	}
 	fi, err := d.lowerStat(baseOf(key), p.w.lower)
 	if err != nil {
 		return 0, err
+	}
+	var target string
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = d.readlinkPeeked(key, p); err != nil {
+			return 0, err
+		}
 	}
 	var b *base
 	var origin string
@@ -525,11 +547,49 @@ func (d *Draft) symlinkUpLocked(key string, p peeked, src Source) (uint64, error
 	}
 	t := &txn{}
 	ino := d.allocIno(t)
-	t.putEntry(key, &entry{Kind: kindSymlink, Ino: ino, Origin: origin, Base: b})
-	t.putInode(ino, &inode{Mode: fi.Mode(), Target: target, Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.putEntry(key, &entry{Kind: kindOf(fi.Mode()), Ino: ino, Origin: origin, Base: b})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Target: target, Rdev: fi.attr.Rdev,
+		Mtime: fi.ModTime().UnixNano(), Atime: fi.attr.Atime.UnixNano(), Ctime: fi.attr.Ctime.UnixNano(),
+		Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
 	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
 	return ino, d.finish(t)
 }
 
 // Sync makes every acknowledged change of the draft durable on disk.
 func (f *Fs) Sync() error { return f.d.st.sync() }
+
+// stagedInode returns inode ino as t leaves it, copied into t to be
+// changed there; nil when t removes it or no inode has the number. Must
+// be called with d.mu held for writing.
+func (d *Draft) stagedInode(t *txn, ino uint64) *inode {
+	if n, ok := t.inodes[ino]; ok {
+		return n
+	}
+	n, ok := d.inodes[ino]
+	if !ok {
+		return nil
+	}
+	c := *n
+	t.putInode(ino, &c)
+	return &c
+}
+
+// touchDirsLocked moves to now, in t, the mtime and ctime of the
+// directories holding keys, as making, removing or renaming a name in a
+// directory does. A directory the draft has no inode for shows the
+// disk's times. Must be called with d.mu held for writing.
+func (d *Draft) touchDirsLocked(t *txn, keys ...string) {
+	now := time.Now().UnixNano()
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		e := d.entries[parentOf(k)]
+		if e == nil || e.Kind != kindDir || e.Ino == 0 {
+			continue
+		}
+		if n := d.stagedInode(t, e.Ino); n != nil {
+			n.Mtime, n.Ctime = now, now
+		}
+	}
+}

@@ -13,7 +13,14 @@ const (
 	kindDir
 	kindFile
 	kindSymlink
+	// kindSpecial: a FIFO, a Unix socket or a device node. The object
+	// is all metadata (its inode's Mode and Rdev): the kernel serves its
+	// I/O, never the view.
+	kindSpecial
 )
+
+// specialTypes are the mode bits of the special file types.
+const specialTypes = fs.ModeNamedPipe | fs.ModeSocket | fs.ModeDevice | fs.ModeCharDevice
 
 func kindOf(m fs.FileMode) kind {
 	switch {
@@ -21,6 +28,8 @@ func kindOf(m fs.FileMode) kind {
 		return kindDir
 	case m&fs.ModeSymlink != 0:
 		return kindSymlink
+	case m&specialTypes != 0:
+		return kindSpecial
 	}
 	return kindFile
 }
@@ -55,12 +64,18 @@ type inode struct {
 	Mode fs.FileMode `json:"m"` // type and permission bits
 	// Data: the content lives in the draft's data directory; size and
 	// mtime are the data file's own.
-	Data   bool              `json:"d,omitempty"`
-	Target string            `json:"t,omitempty"`  // symlink target
-	Mtime  int64             `json:"mt,omitempty"` // ns, for directories and symlinks
-	Uid    int               `json:"u,omitempty"`
-	Gid    int               `json:"g,omitempty"`
-	Xattr  map[string][]byte `json:"x,omitempty"`
+	Data   bool   `json:"d,omitempty"`
+	Target string `json:"t,omitempty"`  // symlink target
+	Mtime  int64  `json:"mt,omitempty"` // ns, for objects without Data
+	Atime  int64  `json:"at,omitempty"` // ns, likewise; 0: Mtime
+	// Ctime is when the inode last changed (ns): for an object with Data
+	// the later of it and the data file's own ctime, which writes,
+	// truncates and utimes move. 0: Mtime.
+	Ctime int64             `json:"ct,omitempty"`
+	Rdev  uint64            `json:"rd,omitempty"` // a device node's device number
+	Uid   int               `json:"u,omitempty"`
+	Gid   int               `json:"g,omitempty"`
+	Xattr map[string][]byte `json:"x,omitempty"`
 	// Born identifies the disk object whose inode number the inode
 	// kept at copy-up (see identity.go); 0: a number of the draft's own.
 	Born int64 `json:"b,omitempty"`
@@ -79,7 +94,8 @@ type base struct {
 	Mode    fs.FileMode `json:"m,omitempty"`
 	Hash    string      `json:"h,omitempty"` // sha256 of the content or symlink target
 	Size    int64       `json:"s,omitempty"`
-	Mtime   int64       `json:"t,omitempty"` // disk mtime in ns, when read from disk
+	Mtime   int64       `json:"t,omitempty"`  // disk mtime in ns, when read from disk
+	Rdev    uint64      `json:"rd,omitempty"` // a device node's device number
 	// Version is the editor buffer's version when the base was read from
 	// an unsaved buffer, 0 when it came from disk.
 	Version int64 `json:"v,omitempty"`

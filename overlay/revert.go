@@ -65,7 +65,7 @@ var testHookRevert func(i int)
 func (d *Draft) revertOp(rec *commitRecord, op commitOp) error {
 	disk := d.w.disk
 	switch op.Kind {
-	case opWrite, opLink, opSymlink, opRemove:
+	case opWrite, opLink, opSymlink, opMknod, opRemove:
 		return d.restore(rec, op)
 	case opPlace:
 		// Moved back to the staging directory, unless a revert cut

@@ -239,6 +239,8 @@ func (d *Draft) baseChanged(b *base) (bool, error) {
 	switch b.Kind {
 	case kindDir:
 		return false, nil
+	case kindSpecial:
+		return fi.Mode().Type() != b.Mode.Type() || fi.Sys().(*Attr).Rdev != b.Rdev, nil
 	case kindSymlink:
 		t, err := d.readlinkLower(b.Path)
 		if err != nil {
@@ -276,8 +278,8 @@ func (d *Draft) userContent(lower string) ([]byte, bool, error) {
 		t, err := d.readlinkLower(lower)
 		return []byte(t), err == nil, err
 	}
-	if fi.IsDir() {
-		return nil, true, nil
+	if !fi.Mode().IsRegular() {
+		return nil, true, nil // a directory or a special file: no content
 	}
 	b, _, err := d.readLower(lower)
 	return b, err == nil, err

@@ -228,7 +228,7 @@ func (s *store) load() (*snapshot, error) {
 
 func decodeEntry(k, v []byte) (*entry, error) {
 	e := new(entry)
-	if err := json.Unmarshal(v, e); err != nil || e.Kind < kindWhiteout || e.Kind > kindSymlink {
+	if err := json.Unmarshal(v, e); err != nil || e.Kind < kindWhiteout || e.Kind > kindSpecial {
 		return nil, fmt.Errorf("entry %q: unreadable record %q", k, v)
 	}
 	return e, nil

@@ -114,6 +114,8 @@ func (d *Draft) changedSince(rec *commitRecord) []string {
 			same = ok
 		case opMkdir:
 			same = ok && fi.IsDir()
+		case opMknod:
+			same = ok && fi.Mode().Type() == op.Mode.Type()
 		case opRemove:
 			same = !ok
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -115,8 +116,11 @@ func (f *Fs) changeXattr(key, attr string, change func(map[string][]byte) error)
 	switch {
 	case fi.IsDir():
 		ino, err = d.copyUpDirLocked(key, p, f.src)
+	case kindOf(fi.Mode()) == kindSpecial:
+		// As Linux: user attributes are for files and directories.
+		return pathErr("setxattr", key, syscall.EPERM)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		ino, err = d.symlinkUpLocked(key, p, f.src)
+		ino, err = d.metaUpLocked(key, p, f.src)
 	default:
 		ino, err = d.copyUpLocked(key, p, true, f.src)
 	}
@@ -134,6 +138,7 @@ func (f *Fs) changeXattr(key, attr string, change func(map[string][]byte) error)
 		return pathErr("setxattr", key, errno)
 	}
 	n.Xattr = m
+	n.Ctime = time.Now().UnixNano()
 	t := &txn{}
 	t.putInode(ino, &n)
 	t.addLog(LogEntry{Op: "xattr", Path: key, Source: f.src})
