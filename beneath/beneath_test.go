@@ -83,3 +83,33 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// Mknod makes a FIFO with exactly the mode asked (the umask aside),
+// and never through a symlink out of the root.
+func TestMknod(t *testing.T) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(top, filepath.Join(ws, "out"))
+	r, err := OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	if err := r.Mknod("fifo", os.ModeNamedPipe|0o664, 0); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "fifo")); err != nil || fi.Mode() != os.ModeNamedPipe|0o664 {
+		t.Errorf("mknod: %v, %v", fi, err)
+	}
+	if err := r.Mknod("out/fifo", os.ModeNamedPipe|0o644, 0); err == nil {
+		t.Errorf("mknod through a symlink out of the root: no error")
+	}
+	if _, err := os.Lstat(filepath.Join(top, "fifo")); err == nil {
+		t.Errorf("mknod through a symlink made a FIFO outside")
+	}
+}
