@@ -127,6 +127,9 @@ func (d *Draft) describe(key string, p peeked) (fs.FileInfo, error) {
 		return d.draftInfo(name, key, p.ino, &p.n, p.nlink)
 	}
 	fi, err := d.lowerStat(name, p.w.lower)
+	if err == nil && p.w.e != nil && p.w.e.Ctime > fi.attr.Ctime.UnixNano() {
+		fi.attr.Ctime = time.Unix(0, p.w.e.Ctime) // renamed in the draft
+	}
 	if err != nil && p.implicit && errors.Is(err, fs.ErrNotExist) {
 		// The draft has entries below a directory the disk lost.
 		now := time.Now()

@@ -211,7 +211,9 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 // for writing.
 func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error {
 	n := *d.inodes[ino]
-	changed := false
+	// A chmod or chown changes the inode (its ctime) even when it sets
+	// what was there, as on Linux.
+	changed := a.Mode != nil || a.Uid != nil || a.Gid != nil
 	op := "touch" // what the log calls the change: the strongest kind in it
 	if a.Uid != nil || a.Gid != nil {
 		owner := (a.Uid != nil && *a.Uid != n.Uid) || (a.Gid != nil && *a.Gid != n.Gid)
@@ -257,7 +259,7 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 	}
 	// Every change of an inode moves its ctime; a data file's own
 	// changes (size, times) move the data file's.
-	n.Ctime = time.Now().UnixNano()
+	d.inodeChanged(ino, &n, time.Now().UnixNano())
 	t := &txn{}
 	t.putInode(ino, &n)
 	t.addLog(LogEntry{Op: op, Path: key, Source: src})

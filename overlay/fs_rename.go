@@ -129,9 +129,13 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 	// the directories on both sides.
 	now := time.Now().UnixNano()
 	for _, e := range []*entry{moved, t.entries[src]} {
-		if e != nil && e.Ino != 0 {
+		switch {
+		case e == nil:
+		case e.redirect():
+			e.Ctime = now // a copy of its own (see detach)
+		case e.Ino != 0:
 			if n := d.stagedInode(t, e.Ino); n != nil {
-				n.Ctime = now
+				d.inodeChanged(e.Ino, n, now)
 			}
 		}
 	}
@@ -180,6 +184,7 @@ func (d *Draft) detach(t *txn, key string, p peeked, fi *fileInfo) (*entry, erro
 	if !d.inoFree(ino) {
 		ino = d.allocIno(t)
 	}
-	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Atime: fi.attr.Atime.UnixNano(),
+		Ctime: fi.attr.Ctime.UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid)})
 	return &entry{Kind: kindDir, Ino: ino, Origin: p.w.lower}, nil
 }

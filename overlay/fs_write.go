@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
+
+// dataPerm is the mode of every data file.
+const dataPerm = 0o600
 
 // permBits are the mode bits a chmod may set.
 const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
@@ -218,7 +222,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	case kindFile:
 		n.Data = true
 		// The data file first: a record never names a missing one.
-		if fd, err = d.openData(ino, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+		if fd, err = d.openData(ino, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC, dataPerm); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -297,7 +301,7 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 
 // copyContent writes a data file with the lower content at lower.
 func (d *Draft) copyContent(ino uint64, lower string, keep bool, mtime time.Time) error {
-	dst, err := os.OpenFile(d.dataPath(ino), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	dst, err := os.OpenFile(d.dataPath(ino), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, dataPerm)
 	if err != nil {
 		return err
 	}
@@ -352,7 +356,8 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 		return 0, err
 	}
 	t.putEntry(key, e)
-	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x, Born: born})
+	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Atime: fi.attr.Atime.UnixNano(),
+		Ctime: fi.attr.Ctime.UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x, Born: born})
 	// No log line of its own: the change that needed the copy logs
 	// itself (chmod, chown, xattr).
 	return ino, d.finish(t)
@@ -385,7 +390,7 @@ func (d *Draft) finish(t *txn) error {
 			if c != d.links[ino] {
 				// A name more or less: the inode changed.
 				if n := d.stagedInode(t, ino); n != nil {
-					n.Ctime = now
+					d.inodeChanged(ino, n, now)
 				}
 			}
 			continue
@@ -592,4 +597,16 @@ func (d *Draft) touchDirsLocked(t *txn, keys ...string) {
 			n.Mtime, n.Ctime = now, now
 		}
 	}
+}
+
+// inodeChanged moves the ctime of inode ino, n, to now. A data file's
+// own ctime is moved, by a chmod to the mode it has: the kernel's clock
+// then orders it with the ctimes writes give it (a later write may get
+// a coarser, earlier time than now).
+func (d *Draft) inodeChanged(ino uint64, n *inode, now int64) {
+	if n.Data {
+		unix.Fchmodat(d.data, dataName(ino), dataPerm, 0)
+		return
+	}
+	n.Ctime = now
 }

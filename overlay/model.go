@@ -45,6 +45,9 @@ type entry struct {
 	// Opaque: a directory through which nothing below shows (it was
 	// removed and made again in the draft).
 	Opaque bool `json:"o,omitempty"`
+	// Ctime is when a redirect's object was renamed (ns): a rename
+	// changes the object, whose other times stay the lower object's.
+	Ctime int64 `json:"ct,omitempty"`
 	// Origin is the lower path this entry came from by rename: a
 	// directory's lower content is read there, and a redirect's object.
 	Origin string `json:"r,omitempty"`

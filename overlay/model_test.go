@@ -420,6 +420,7 @@ func (m *model) step() {
 		{4, m.opRename}, {1, m.opRename2},
 		{2, m.opSymlink}, {1, m.opReadlink}, {2, m.opLink},
 		{1, m.opChmod}, {1, m.opChtimes}, {2, m.opTruncate},
+		{1, m.opMknod},
 	}
 	if m.v.buffers {
 		ops = append(ops, op{3, m.opBuffer})
@@ -477,6 +478,9 @@ func (m *model) opOpen() {
 	flag := openFlags[m.rng.IntN(len(openFlags))]
 	follow := flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
 	if _, ok := m.plain(p, follow); !ok {
+		return
+	}
+	if follow && m.fifo(p) {
 		return
 	}
 	perm := m.randPerm(false)
@@ -581,7 +585,7 @@ func (m *model) opHandle() {
 
 func (m *model) opWriteFile() {
 	p := m.pick()
-	if _, ok := m.plain(p, true); !ok {
+	if _, ok := m.plain(p, true); !ok || m.fifo(p) {
 		return
 	}
 	m.touch(p)
@@ -600,6 +604,8 @@ func (m *model) opWriteFile() {
 		}
 		return err
 	}
+	// The ctime is not compared: opening a lower file for writing makes
+	// the draft's copy, a new file, even when nothing is written.
 	verr := write(m.env.v.OpenFile(p, flag, 0o644))
 	rf, rerr := os.OpenFile(m.r(p), flag, 0o644)
 	if rerr == nil {
@@ -610,7 +616,7 @@ func (m *model) opWriteFile() {
 
 func (m *model) opReadFile() {
 	p := m.pick()
-	if _, ok := m.plain(p, true); !ok {
+	if _, ok := m.plain(p, true); !ok || m.fifo(p) {
 		return
 	}
 	vb, verr := readAll(m.env.v, p)
@@ -786,9 +792,15 @@ func (m *model) rename(a, b string, flags overlay.RenameFlags) {
 	if flags&overlay.RenameExchange != 0 {
 		rflags |= unix.RENAME_EXCHANGE
 	}
-	verr := m.env.v.Rename2(a, b, flags)
-	rerr := syscallErr("rename", a, unix.Renameat2(unix.AT_FDCWD, m.r(a), unix.AT_FDCWD, m.r(b), rflags))
-	m.same(fmt.Sprintf("rename %s %s flags %d", a, b, flags), verr, rerr)
+	moved := [][2]string{{a, b}}
+	if flags&overlay.RenameExchange != 0 {
+		moved = append(moved, [2]string{b, a})
+	}
+	m.ctimeMoves(func() bool {
+		verr := m.env.v.Rename2(a, b, flags)
+		rerr := syscallErr("rename", a, unix.Renameat2(unix.AT_FDCWD, m.r(a), unix.AT_FDCWD, m.r(b), rflags))
+		return m.same(fmt.Sprintf("rename %s %s flags %d", a, b, flags), verr, rerr)
+	}, moved...)
 }
 
 func (m *model) opSymlink() {
@@ -845,9 +857,11 @@ func (m *model) opLink() {
 		return
 	}
 	m.touch(a, b)
-	verr := m.env.v.Link(a, b)
-	rerr := syscallErr("link", a, syscall.Link(m.r(a), m.r(b)))
-	m.same(fmt.Sprintf("link %s %s", a, b), verr, rerr)
+	m.ctimeMoves(func() bool {
+		verr := m.env.v.Link(a, b)
+		rerr := syscallErr("link", a, syscall.Link(m.r(a), m.r(b)))
+		return m.same(fmt.Sprintf("link %s %s", a, b), verr, rerr)
+	}, [2]string{a, a})
 }
 
 func (m *model) opChmod() {
@@ -857,7 +871,9 @@ func (m *model) opChmod() {
 	}
 	m.touch(p)
 	perm := m.randPerm(m.rng.IntN(2) == 0)
-	m.same(fmt.Sprintf("chmod %s %v", p, perm), m.env.v.Chmod(p, perm), os.Chmod(m.r(p), perm))
+	m.ctimeMoves(func() bool {
+		return m.same(fmt.Sprintf("chmod %s %v", p, perm), m.env.v.Chmod(p, perm), os.Chmod(m.r(p), perm))
+	}, [2]string{p, p})
 }
 
 func (m *model) opChtimes() {
@@ -868,7 +884,9 @@ func (m *model) opChtimes() {
 	m.touch(p)
 	at := time.Unix(int64(m.rng.IntN(1<<30)), int64(m.rng.IntN(1e9)))
 	mt := time.Unix(int64(m.rng.IntN(1<<30)), int64(m.rng.IntN(1e9)))
-	if !m.same("chtimes "+p, m.env.v.Chtimes(p, at, mt), os.Chtimes(m.r(p), at, mt)) {
+	if !m.ctimeMoves(func() bool {
+		return m.same("chtimes "+p, m.env.v.Chtimes(p, at, mt), os.Chtimes(m.r(p), at, mt))
+	}, [2]string{p, p}) {
 		return
 	}
 	vfi, verr := m.env.v.Stat(p)
@@ -885,7 +903,9 @@ func (m *model) opTruncate() {
 	}
 	m.touch(p)
 	size := int64(m.rng.IntN(30))
-	m.same(fmt.Sprintf("truncate %s %d", p, size), m.env.v.Truncate(p, size), os.Truncate(m.r(p), size))
+	m.ctimeMoves(func() bool {
+		return m.same(fmt.Sprintf("truncate %s %d", p, size), m.env.v.Truncate(p, size), os.Truncate(m.r(p), size))
+	}, [2]string{p, p})
 }
 
 // reopen restarts the engine: open handles go, as with a daemon that
@@ -1136,7 +1156,7 @@ func (m *model) compareTrees() {
 				if m.same("final readlink "+k, verr, rerr) && vt != m.viewTarget(rt) {
 					m.fail("final symlink %s: view -> %q, reference -> %q", k, vt, rt)
 				}
-			case rfi.Mode().Perm()&0o400 != 0:
+			case rfi.Mode().IsRegular() && rfi.Mode().Perm()&0o400 != 0:
 				vb, verr := readAll(m.env.v, k)
 				rb, rerr := os.ReadFile(m.r(k))
 				if m.same("final read "+k, verr, rerr) && !bytes.Equal(vb, rb) {
@@ -1146,4 +1166,78 @@ func (m *model) compareTrees() {
 		}
 	}
 	walk("")
+}
+
+// opMknod makes a FIFO or a socket. Not a device node: the reference
+// would open one, where the view never opens a special file.
+func (m *model) opMknod() {
+	p := m.pick()
+	if _, ok := m.plain(p, false); !ok {
+		return
+	}
+	m.touch(p)
+	typ, ifmt := fs.ModeNamedPipe, uint32(unix.S_IFIFO)
+	if m.rng.IntN(2) == 0 {
+		typ, ifmt = fs.ModeSocket, unix.S_IFSOCK
+	}
+	perm := m.randPerm(false)
+	verr := m.env.v.Mknod(p, typ|perm, 0)
+	rerr := syscallErr("mknod", p, unix.Mknod(m.r(p), ifmt|uint32(perm), 0))
+	m.same(fmt.Sprintf("mknod %s %v", p, typ|perm), verr, rerr)
+}
+
+// fifo reports whether p leads to a FIFO in the reference, which an
+// open there would wait on.
+func (m *model) fifo(p string) bool {
+	fi, err := os.Stat(m.r(p))
+	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0
+}
+
+// ctimeTick is longer than a tick of the kernel's coarse clock.
+const ctimeTick = 20 * time.Millisecond
+
+// ctimeMoves runs op, which reports whether it did the same on both
+// sides, and then requires the ctime of each object moved (named by
+// the path before and the path after op) to have moved on both sides or
+// on neither: the values differ (the view's objects were made at other
+// times), their movement must not. It returns op's report.
+func (m *model) ctimeMoves(op func() bool, moved ...[2]string) bool {
+	m.t.Helper()
+	ctime := func(p string) (v, r time.Time, ok bool) {
+		vfi, verr := m.env.v.Lstat(p)
+		rfi, rerr := os.Lstat(m.r(p))
+		if verr != nil || rerr != nil {
+			return v, r, false
+		}
+		rst := rfi.Sys().(*syscall.Stat_t)
+		return vfi.Sys().(*overlay.Attr).Ctime, time.Unix(rst.Ctim.Unix()), true
+	}
+	type times struct {
+		v, r time.Time
+		ok   bool
+	}
+	before := make([]times, len(moved))
+	for i, pair := range moved {
+		before[i].v, before[i].r, before[i].ok = ctime(pair[0])
+	}
+	if !op() {
+		return false
+	}
+	for i, pair := range moved {
+		v, r, ok := ctime(pair[1])
+		if !ok || !before[i].ok {
+			continue
+		}
+		// The kernel stamps files with a clock that ticks every few
+		// milliseconds (finer only for a file whose ctime was read since
+		// its last change), the engine some times with its own: a
+		// movement is only told apart from none across a tick.
+		if time.Since(before[i].v) < ctimeTick {
+			continue
+		}
+		if vm, rm := v.After(before[i].v), r.After(before[i].r); vm != rm {
+			m.fail("ctime of %s (now %s): moved in the view %v, in the reference %v", pair[0], pair[1], vm, rm)
+		}
+	}
+	return true
 }
