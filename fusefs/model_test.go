@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDifferential applies the same random operations to the mount and
@@ -85,12 +86,16 @@ func differential(t *testing.T, seed uint64, steps int) {
 		if only != nil && !only[i] {
 			continue
 		}
+		ctimes := ctimesAround(op, mount, plain)
 		got := op.apply(mount)
 		want := op.apply(plain)
 		trace = append(trace, fmt.Sprintf("%d: %s: %s", i, op, want))
 		if got != want {
 			t.Fatalf("seed %d step %d: %s: mount %s, plain directory %s (replay with DRAFTFS_SEED=%d)\nsteps so far:\n%s",
 				seed, i, op, got, want, seed, strings.Join(trace[max(0, len(trace)-30):], "\n"))
+		}
+		if msg := ctimes(); msg != "" && strings.HasPrefix(want, "ok") {
+			t.Fatalf("seed %d step %d: %s: %s (replay with DRAFTFS_SEED=%d)", seed, i, op, msg, seed)
 		}
 	}
 	mount.closeAll()
@@ -137,7 +142,7 @@ func (o fsOp) String() string {
 func randomOp(rng *rand.Rand) fsOp {
 	pick := func() string { return names[rng.IntN(len(names))] }
 	kinds := []string{"write", "write", "append", "read", "read", "mkdir", "rmdir", "remove", "rename", "rename", "symlink", "link", "chmod", "truncate", "readdir", "stat",
-		"open", "open", "hwrite", "hwrite", "hread", "hread", "hstat", "htruncate", "hclose"}
+		"open", "open", "hwrite", "hwrite", "hread", "hread", "hstat", "htruncate", "hclose", "mkfifo", "mksock"}
 	o := fsOp{kind: kinds[rng.IntN(len(kinds))], p: pick(), q: pick()}
 	o.data = fmt.Sprintf("%x\n", rng.Uint32())
 	o.mode = []os.FileMode{0o600, 0o644, 0o755, 0o700}[rng.IntN(4)]
@@ -155,8 +160,18 @@ func (o fsOp) apply(s *side) string {
 	}
 	f := s.held[o.slot]
 	frozen := s.frozen && s.readOnly[o.slot]
+	switch o.kind {
+	case "write", "append", "read", "open":
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+			return "a FIFO, not opened" // the open would wait for a peer
+		}
+	}
 	var err error
 	switch o.kind {
+	case "mkfifo":
+		err = syscall.Mkfifo(p, uint32(o.mode))
+	case "mksock":
+		err = syscall.Mknod(p, syscall.S_IFSOCK|uint32(o.mode), 0)
 	case "write":
 		before := inoAt(p)
 		if err = os.WriteFile(p, []byte(o.data), 0o644); err == nil {
@@ -289,4 +304,60 @@ func errnoName(err error) string {
 		return "error " + pe.Op + ": " + pe.Err.Error()
 	}
 	return "error " + err.Error()
+}
+
+// ctimeTick is longer than a tick of the clock the kernel stamps files
+// with (finer only for a file whose ctime was read since its change).
+const ctimeTick = 20 * time.Millisecond
+
+// ctimesAround notes, before op, the ctime of the object it changes on
+// both sides, and returns a check to run after: the ctime must have
+// moved on both sides or on neither (values differ: the objects were
+// made at other times), when op succeeded. Objects changed within a
+// clock tick before are not compared: a movement is only told from none
+// across a tick. Nor is a chmod to the mode a file has: the mount does
+// not pass on what changes nothing (see sameAttrs).
+func ctimesAround(op fsOp, sides ...*side) func() string {
+	before, after := op.p, op.p
+	switch op.kind {
+	case "chmod", "truncate", "link":
+	case "rename":
+		after = op.q
+	default:
+		return func() string { return "" }
+	}
+	ctime := func(s *side, p string) (time.Time, bool) {
+		var st syscall.Stat_t
+		if syscall.Lstat(filepath.Join(s.root, p), &st) != nil {
+			return time.Time{}, false
+		}
+		return time.Unix(st.Ctim.Unix()), true
+	}
+	if op.kind == "chmod" {
+		if fi, err := os.Stat(filepath.Join(sides[1].root, op.p)); err == nil && fi.Mode().Perm() == op.mode.Perm() {
+			return func() string { return "" }
+		}
+	}
+	was := make([]time.Time, len(sides))
+	for i, s := range sides {
+		t, ok := ctime(s, before)
+		if !ok || time.Since(t) < ctimeTick {
+			return func() string { return "" }
+		}
+		was[i] = t
+	}
+	return func() string {
+		var moved []bool
+		for i, s := range sides {
+			t, ok := ctime(s, after)
+			if !ok {
+				return ""
+			}
+			moved = append(moved, t.After(was[i]))
+		}
+		if moved[0] != moved[1] {
+			return fmt.Sprintf("ctime of %s moved in the mount %v, in the plain directory %v", op.p, moved[0], moved[1])
+		}
+		return ""
+	}
 }
