@@ -106,6 +106,11 @@ func (w *workspaces) status(t testing.TB, dir, draft string) string {
 	return b.String()
 }
 
+// watchdog bounds how long a peer waits for a line. It catches a hang,
+// it is not a timing check: a 32 MiB line under -race on a loaded
+// machine takes tens of seconds.
+const watchdog = 2 * time.Minute
+
 // peer is one side of the proxy as the test plays it: whole lines out,
 // whole lines in.
 type peer struct {
@@ -146,7 +151,7 @@ func (p *peer) recv() string {
 			p.t.Fatalf("%s: connection closed", p.name)
 		}
 		return string(l)
-	case <-time.After(20 * time.Second):
+	case <-time.After(watchdog):
 		p.t.Fatalf("%s: nothing received", p.name)
 	}
 	return ""
@@ -168,7 +173,7 @@ func (p *peer) closed() {
 		if ok {
 			p.t.Fatalf("%s: received %s, want the end", p.name, l)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(watchdog):
 		p.t.Fatalf("%s: still open", p.name)
 	}
 }
