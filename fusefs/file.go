@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
-	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // File I/O has no open handles: the kernel never sends OPEN (see the

@@ -14,8 +14,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
 
-	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // node is one file, directory or symlink of the merged view as the

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
-	"github.com/draftfs/draftfs/beneath"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // CommitOptions choose what a commit applies and how.

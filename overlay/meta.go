@@ -5,7 +5,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/draftfs/draftfs/beneath"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // Beside content, a draft can change a path's mode and owner. Both are

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/buffers"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // DefaultDraft is the draft used when none is named.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/draftfs/draftfs/contain"
+	"github.com/draftfs/draftfs/daemon/contain"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/acp"
 	"github.com/draftfs/draftfs/protocol/files"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/draftfs/draftfs/contain"
+	"github.com/draftfs/draftfs/daemon/contain"
 	"github.com/draftfs/draftfs/protocol/control"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/draftfs/draftfs/beneath"
+	"github.com/draftfs/draftfs/overlay/beneath"
 	"github.com/draftfs/draftfs/protocol/files"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/draftfs/draftfs/beneath"
+	"github.com/draftfs/draftfs/overlay/beneath"
 	"github.com/draftfs/draftfs/protocol/files"
 )
 

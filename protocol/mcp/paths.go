@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/draftfs/draftfs/beneath"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // target is a path a tool may use: abs is the absolute path shown to the

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/draftfs/draftfs/beneath"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // Files and directories of the allowed directories are resources with

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/draftfs/draftfs/beneath"
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // newFilePerm is the mode of files the tools create (Node's 0666 under
