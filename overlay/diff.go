@@ -76,6 +76,9 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 			continue
 		}
 		fd, err := d.fileDiff(it, inodes[it.e.Ino])
+		if err != nil && d.goneSince(it) {
+			continue // committed or discarded while the diff ran
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -87,6 +90,16 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	}
 	return out, nil
+}
+
+// goneSince reports whether the draft no longer holds it as the diff
+// saw it: the diff reads data files without d.mu, so a commit or discard
+// can drop one between the snapshot and the read.
+func (d *Draft) goneSince(it item) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	e, ok := d.entries[it.key]
+	return !ok || e.Ino != it.e.Ino || e.Kind != it.e.Kind
 }
 
 func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
