@@ -131,9 +131,22 @@ func (l *Local) ReadDir(key string) ([]Info, error) {
 	return out, nil
 }
 
+// notRegular is the error for a read of a path that holds fi, not a
+// regular file.
+func notRegular(key string, fi fs.FileInfo) error {
+	return fmt.Errorf("%s is a %s, %w", key, typeName(fi.Mode()), ErrNotRegular)
+}
+
 // ReadFile implements Files.
 func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 	f, err := l.fs.Open(key)
+	if errors.Is(err, syscall.ENXIO) {
+		// The engine opens no named pipe, socket or device (the kernel
+		// serves their I/O): say what the path is.
+		if fi, serr := l.fs.Stat(key); serr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return nil, notRegular(key, fi)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +159,7 @@ func (l *Local) ReadFile(key string, limit int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: key, Err: syscall.EISDIR}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is a %s, %w", key, typeName(fi.Mode()), ErrNotRegular)
+		return nil, notRegular(key, fi)
 	}
 	if limit > 0 && fi.Size() > limit {
 		return nil, fmt.Errorf("%s: %d bytes, limit %d: %w", key, fi.Size(), limit, ErrTooLarge)
