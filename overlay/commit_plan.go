@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"sort"
 
-	"github.com/draftfs/draftfs/overlay/textmerge"
+	"github.com/draftfs/draftfs/overlay/internal/textmerge"
 )
 
 // A commit applies chosen draft entries to disk in two phases, written

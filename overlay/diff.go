@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/draftfs/draftfs/overlay/textmerge"
+	"github.com/draftfs/draftfs/overlay/internal/textmerge"
 )
 
 // FileDiff is the difference one draft change makes to what the user has
