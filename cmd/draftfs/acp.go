@@ -12,8 +12,8 @@ import (
 
 	"github.com/draftfs/draftfs/daemon/contain"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/protocol/acp"
-	"github.com/draftfs/draftfs/protocol/files"
 )
 
 var flagDraftPerSession bool
@@ -162,7 +162,7 @@ type acpViews struct {
 }
 
 // open is acp.Options.Open.
-func (v *acpViews) open(dir, draft string) (files.Files, error) {
+func (v *acpViews) open(dir, draft string) (agent.Files, error) {
 	f, closeFiles, err := workspaceFilesAt(dir, draft, overlay.SourceACP)
 	if err != nil {
 		return nil, err

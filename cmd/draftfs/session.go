@@ -10,8 +10,8 @@ import (
 	"github.com/draftfs/draftfs/daemon"
 	"github.com/draftfs/draftfs/fusefs"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/protocol/control"
-	"github.com/draftfs/draftfs/protocol/files"
 )
 
 // config is what the global flags say.
@@ -309,7 +309,7 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 // engine this process opens and serves on the control socket itself, so
 // that `draftfs status`, editors and other commands still reach the
 // workspace. Call closeFiles when done.
-func workspaceFiles(src overlay.Source) (f files.Files, closeFiles func() error, err error) {
+func workspaceFiles(src overlay.Source) (f agent.Files, closeFiles func() error, err error) {
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, err
@@ -318,7 +318,7 @@ func workspaceFiles(src overlay.Source) (f files.Files, closeFiles func() error,
 }
 
 // workspaceFilesAt is workspaceFiles for a given workspace and draft.
-func workspaceFilesAt(workspace, draft string, src overlay.Source) (f files.Files, closeFiles func() error, err error) {
+func workspaceFilesAt(workspace, draft string, src overlay.Source) (f agent.Files, closeFiles func() error, err error) {
 	cfg, err := loadConfigFor(workspace, draft, true)
 	if err != nil {
 		return nil, nil, err
@@ -327,7 +327,7 @@ func workspaceFilesAt(workspace, draft string, src overlay.Source) (f files.File
 }
 
 // filesOf is workspaceFiles for cfg.
-func filesOf(cfg *config, src overlay.Source) (f files.Files, closeFiles func() error, err error) {
+func filesOf(cfg *config, src overlay.Source) (f agent.Files, closeFiles func() error, err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := control.Dial(cfg.socket())
 		if err == nil {
@@ -348,6 +348,6 @@ func filesOf(cfg *config, src overlay.Source) (f files.Files, closeFiles func() 
 		if err != nil {
 			return nil, nil, err
 		}
-		return files.NewLocal(d.Draft(), src), d.Close, nil
+		return agent.NewLocal(d.Draft(), src), d.Close, nil
 	}
 }

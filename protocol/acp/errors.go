@@ -11,7 +11,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // JSON-RPC error codes ACP uses beyond those jsonrpc2 defines.
@@ -91,7 +91,7 @@ func rpcError(err error, path string) *jsonrpc2.Error {
 		return withData(jsonrpc2.CodeInvalidParams, beyond.Error(), beyond.zedData())
 	case errors.As(err, &text):
 		return &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
-	case errors.Is(err, files.ErrTooLarge):
+	case errors.Is(err, agent.ErrTooLarge):
 		return &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("%s is larger than %d MiB, the most draftfs serves through ACP", path, MaxFileSize>>20)}
 	case errors.Is(err, context.Canceled):
 		return &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "Request cancelled"}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/overlay/beneath"
-	"github.com/draftfs/draftfs/protocol/files"
 )
 
 // ACP method names the proxy and the handlers deal with.
@@ -32,7 +32,7 @@ type Root struct {
 	// Dir is absolute and clean, as the session names it.
 	Dir string
 	// Files is the merged view of the workspace holding Dir.
-	Files files.Files
+	Files agent.Files
 	// Workspace is the root of Files as the session names it, when that
 	// differs from Files.Root() (a path through a symlink); "" means
 	// Files.Root(). Paths are resolved relative to it.
@@ -180,7 +180,7 @@ func (h *FS) read(ctx context.Context, raw json.RawMessage, buf []byte) (json.Ra
 // reached through a directory the draft renamed has no entry of its
 // own; the editor does not know it under its new path and the read falls
 // back to the merged view.)
-func askEditor(f files.Files, key string) bool {
+func askEditor(f agent.Files, key string) bool {
 	fi, err := f.Stat(key)
 	if err != nil || !fi.Mode.IsRegular() {
 		return false
@@ -214,7 +214,7 @@ func (h *FS) write(_ context.Context, raw json.RawMessage) (json.RawMessage, *js
 // resolve finds the merged view and key of an agent's path: absolute,
 // inside one of the session's directories (the deepest that holds it),
 // and inside that view's workspace, also through symlinks.
-func (h *FS) resolve(sessionID, path string) (files.Files, string, error) {
+func (h *FS) resolve(sessionID, path string) (agent.Files, string, error) {
 	s, err := h.Session(sessionID)
 	if err != nil {
 		return nil, "", err

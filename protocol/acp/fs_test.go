@@ -17,7 +17,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // engine is a workspace on a temporary directory with its main draft.
@@ -25,7 +25,7 @@ type engine struct {
 	dir   string
 	ws    *overlay.Workspace
 	draft *overlay.Draft
-	files files.Files
+	files agent.Files
 }
 
 func newEngine(t testing.TB) *engine {
@@ -40,7 +40,7 @@ func newEngine(t testing.TB) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine{dir: ws.Root(), ws: ws, draft: d, files: files.NewLocal(d, overlay.SourceACP)}
+	return &engine{dir: ws.Root(), ws: ws, draft: d, files: agent.NewLocal(d, overlay.SourceACP)}
 }
 
 func (e *engine) disk(t testing.TB, rel, text string) string {
@@ -421,7 +421,7 @@ func TestRPCError(t *testing.T) {
 		{&paramsError{"bad"}, jsonrpc2.CodeInvalidParams, "Invalid params: bad"},
 		{&beyondEndError{line: 9, lastRow: 2, lastCol: 3}, jsonrpc2.CodeInvalidParams, "line 9 asked, the file ends at line 2:3"},
 		{&textError{key: "k", msg: "is binary"}, jsonrpc2.CodeInternalError, "/k is binary"},
-		{fmt.Errorf("x: %w", files.ErrTooLarge), jsonrpc2.CodeInternalError, "larger than 16 MiB"},
+		{fmt.Errorf("x: %w", agent.ErrTooLarge), jsonrpc2.CodeInternalError, "larger than 16 MiB"},
 		{fmt.Errorf("x: %w", context.Canceled), CodeRequestCancelled, "Request cancelled"},
 		{&fs.PathError{Op: "open", Path: "/d", Err: syscall.EISDIR}, jsonrpc2.CodeInternalError, "is a directory"},
 		{&fs.PathError{Op: "open", Path: "/d", Err: syscall.ENOTDIR}, jsonrpc2.CodeInternalError, "not a directory"},

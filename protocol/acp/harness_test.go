@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // With DRAFTFS_ACP_RELAY set, the test binary is an agent that relays
@@ -78,7 +78,7 @@ func (w *workspaces) workspace(dir string) *overlay.Workspace {
 	return ws
 }
 
-func (w *workspaces) open(dir, draft string) (files.Files, error) {
+func (w *workspaces) open(dir, draft string) (agent.Files, error) {
 	w.mu.Lock()
 	w.opened = append(w.opened, dir+" "+draft)
 	w.mu.Unlock()
@@ -86,7 +86,7 @@ func (w *workspaces) open(dir, draft string) (files.Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	return files.NewLocal(d, overlay.SourceACP), nil
+	return agent.NewLocal(d, overlay.SourceACP), nil
 }
 
 func (w *workspaces) status(t testing.TB, dir, draft string) string {

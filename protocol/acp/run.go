@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // Options configure Run.
@@ -36,7 +36,7 @@ type Options struct {
 	// Open returns the merged view of a draft of the workspace at dir.
 	// It is called once per directory and draft, from several
 	// goroutines; closing what it opened is the caller's, after Run.
-	Open func(dir, draft string) (files.Files, error)
+	Open func(dir, draft string) (agent.Files, error)
 	// Draft is the draft agents write to ("": the default), unless
 	// DraftPerSession gives each session its own (see SessionDraft).
 	Draft           string

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/overlay/beneath"
-	"github.com/draftfs/draftfs/protocol/files"
 )
 
 // sessionInfo is what the proxy knows of an ACP session.
@@ -29,13 +29,13 @@ type sessions struct {
 	byID map[string]*sessionInfo
 
 	viewsMu sync.Mutex // protects the following
-	views   map[viewKey]files.Files
+	views   map[viewKey]agent.Files
 }
 
 type viewKey struct{ dir, draft string }
 
 func newSessions(opts *Options) *sessions {
-	return &sessions{opts: opts, byID: map[string]*sessionInfo{}, views: map[viewKey]files.Files{}}
+	return &sessions{opts: opts, byID: map[string]*sessionInfo{}, views: map[viewKey]agent.Files{}}
 }
 
 // sessionRoots returns a session's directories from its request: cwd
@@ -152,7 +152,7 @@ func topOf(d string, roots []string) string {
 }
 
 // view opens (once) the merged view of a draft of the workspace at dir.
-func (s *sessions) view(dir, draft string) (files.Files, error) {
+func (s *sessions) view(dir, draft string) (agent.Files, error) {
 	s.viewsMu.Lock()
 	defer s.viewsMu.Unlock()
 	k := viewKey{dir, draft}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // Error codes beyond JSON-RPC's own (-32700 parse error, -32600 invalid
@@ -131,7 +131,7 @@ func toRPC(err error) *jsonrpc2.Error {
 		msg += ": send buffer/didOpen first"
 	case errors.Is(err, buffers.ErrResync):
 		code, data.Kind = CodeResync, kindResync
-	case errors.Is(err, files.ErrTooLarge):
+	case errors.Is(err, agent.ErrTooLarge):
 		code, data.Kind = CodeTooLarge, kindTooLarge
 	case errors.Is(err, overlay.ErrCorrupt):
 		data.Kind = kindCorrupt
@@ -196,7 +196,7 @@ func (e *Error) Unwrap() error {
 	case kindResync:
 		return buffers.ErrResync
 	case kindTooLarge:
-		return files.ErrTooLarge
+		return agent.ErrTooLarge
 	case kindCorrupt:
 		return overlay.ErrCorrupt
 	case kindNotFound, kindFileSystem:

@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
-// Files is files.Files over a daemon's control socket (the fs/* methods),
+// Files is agent.Files over a daemon's control socket (the fs/* methods),
 // for front ends in another process than the daemon owning the
-// workspace. Errors unwrap as files.Local's do: errors.Is(err,
-// fs.ErrNotExist), overlay.Errno(err), files.ErrTooLarge.
+// workspace. Errors unwrap as agent.Local's do: errors.Is(err,
+// fs.ErrNotExist), overlay.Errno(err), agent.ErrTooLarge.
 type Files struct {
 	c      *Client        // read only
 	root   string         // read only
@@ -23,7 +23,7 @@ type Files struct {
 	source overlay.Source // read only
 }
 
-var _ files.Files = (*Files)(nil)
+var _ agent.Files = (*Files)(nil)
 
 // NewFiles initializes c (so the daemon sends the changes Watch reports)
 // and returns the merged view of draft ("": the daemon's), logging
@@ -47,38 +47,38 @@ func (f *Files) params(key string) FsParams {
 	return FsParams{Draft: f.draft, Source: string(f.source), Path: key}
 }
 
-// Root implements files.Files.
+// Root implements agent.Files.
 func (f *Files) Root() string { return f.root }
 
-// Resolve implements files.Files.
+// Resolve implements agent.Files.
 func (f *Files) Resolve(path string) (string, error) {
 	var res KeyResult
 	err := f.call("fs/resolve", f.params(path), &res)
 	return res.Key, err
 }
 
-// Stat implements files.Files.
-func (f *Files) Stat(key string) (files.Info, error) {
-	var res files.Info
+// Stat implements agent.Files.
+func (f *Files) Stat(key string) (agent.Info, error) {
+	var res agent.Info
 	err := f.call("fs/stat", f.params(key), &res)
 	return res, err
 }
 
-// Lstat implements files.Files.
-func (f *Files) Lstat(key string) (files.Info, error) {
-	var res files.Info
+// Lstat implements agent.Files.
+func (f *Files) Lstat(key string) (agent.Info, error) {
+	var res agent.Info
 	err := f.call("fs/lstat", f.params(key), &res)
 	return res, err
 }
 
-// ReadDir implements files.Files.
-func (f *Files) ReadDir(key string) ([]files.Info, error) {
-	var res []files.Info
+// ReadDir implements agent.Files.
+func (f *Files) ReadDir(key string) ([]agent.Info, error) {
+	var res []agent.Info
 	err := f.call("fs/readDir", f.params(key), &res)
 	return res, err
 }
 
-// ReadFile implements files.Files.
+// ReadFile implements agent.Files.
 func (f *Files) ReadFile(key string, limit int64) ([]byte, error) {
 	var res DataResult
 	err := f.call("fs/readFile", FsReadParams{FsParams: f.params(key), Limit: limit}, &res)
@@ -91,12 +91,12 @@ func (f *Files) ReadFile(key string, limit int64) ([]byte, error) {
 	return res.Data, nil
 }
 
-// WriteFile implements files.Files. Files whose base64 text does not
+// WriteFile implements agent.Files. Files whose base64 text does not
 // fit a message (MaxMessage: about 48 MiB of data) are refused with
-// files.ErrTooLarge without sending them.
+// agent.ErrTooLarge without sending them.
 func (f *Files) WriteFile(key string, data []byte, perm fs.FileMode) error {
 	if base64.StdEncoding.EncodedLen(len(data))+len(key)+1024 > MaxMessage {
-		return fmt.Errorf("write %s: %d bytes do not fit a control message (%d MiB): %w", key, len(data), MaxMessage>>20, files.ErrTooLarge)
+		return fmt.Errorf("write %s: %d bytes do not fit a control message (%d MiB): %w", key, len(data), MaxMessage>>20, agent.ErrTooLarge)
 	}
 	if data == nil {
 		data = []byte{}
@@ -104,36 +104,36 @@ func (f *Files) WriteFile(key string, data []byte, perm fs.FileMode) error {
 	return f.call("fs/writeFile", FsWriteParams{FsParams: f.params(key), Data: data, Mode: uint32(perm.Perm())}, nil)
 }
 
-// MkdirAll implements files.Files.
+// MkdirAll implements agent.Files.
 func (f *Files) MkdirAll(key string) error { return f.call("fs/mkdirAll", f.params(key), nil) }
 
-// Remove implements files.Files.
+// Remove implements agent.Files.
 func (f *Files) Remove(key string) error { return f.call("fs/remove", f.params(key), nil) }
 
-// RemoveAll implements files.Files.
+// RemoveAll implements agent.Files.
 func (f *Files) RemoveAll(key string) error { return f.call("fs/removeAll", f.params(key), nil) }
 
-// Rename implements files.Files.
+// Rename implements agent.Files.
 func (f *Files) Rename(from, to string) error {
 	return f.call("fs/rename", FsRenameParams{Draft: f.draft, Source: string(f.source), From: from, To: to}, nil)
 }
 
-// Discard implements files.Files.
+// Discard implements agent.Files.
 func (f *Files) Discard(keys []string) error {
 	return f.call("fs/discard", FsDiscardParams{Draft: f.draft, Source: string(f.source), Paths: keys, All: keys == nil}, nil)
 }
 
-// Status implements files.Files.
+// Status implements agent.Files.
 func (f *Files) Status(keys ...string) ([]overlay.StatusEntry, error) {
 	return f.c.Status(PathsParams{Draft: f.draft, Paths: keys})
 }
 
-// Diff implements files.Files.
+// Diff implements agent.Files.
 func (f *Files) Diff(keys ...string) ([]overlay.FileDiff, error) {
 	return f.c.Diff(PathsParams{Draft: f.draft, Paths: keys})
 }
 
-// Watch implements files.Files: changes to this draft's merged view,
+// Watch implements agent.Files: changes to this draft's merged view,
 // including its buffers and disk; an overflow reports the root ("").
 func (f *Files) Watch(fn func(key string)) (stop func()) {
 	return f.c.Watch(func(n ChangeNotice) {

@@ -16,7 +16,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // readLimit bounds draft/read: the answer must fit what a client reads.
@@ -178,7 +178,7 @@ func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := files.NewLocal(d, overlay.SourceCLI).ReadFile(key, readLimit)
+	b, err := agent.NewLocal(d, overlay.SourceCLI).ReadFile(key, readLimit)
 	if err != nil {
 		return nil, err
 	}

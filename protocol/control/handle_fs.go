@@ -6,16 +6,16 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // The fs/* methods give front ends in other processes (draftfs acp, mcp)
-// the merged view while a daemon owns the workspace: files.Files over
+// the merged view while a daemon owns the workspace: agent.Files over
 // the socket, see Files. Paths are keys, as Files.Resolve returns them
 // ("" is the root); they are still checked to stay in the workspace.
 
 // local is the merged view a fs/* request works on, and its key.
-func (cn *conn) local(p *FsParams) (*files.Local, string, error) {
+func (cn *conn) local(p *FsParams) (*agent.Local, string, error) {
 	src, err := sourceOf(p.Source, "")
 	if err != nil {
 		return nil, "", err
@@ -29,7 +29,7 @@ func (cn *conn) local(p *FsParams) (*files.Local, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return files.NewLocal(d, src), key, nil
+	return agent.NewLocal(d, src), key, nil
 }
 
 // key checks a key from a client: "" is the root.
@@ -41,7 +41,7 @@ func (s *Server) key(p string) (string, error) {
 }
 
 // fsCall decodes FsParams and runs op on the view and key.
-func (cn *conn) fsCall(req *jsonrpc2.Request, op func(*files.Local, string) (any, error)) (any, error) {
+func (cn *conn) fsCall(req *jsonrpc2.Request, op func(*agent.Local, string) (any, error)) (any, error) {
 	var p FsParams
 	if err := decode(req, &p, "source"); err != nil {
 		return nil, err
@@ -70,27 +70,27 @@ func (cn *conn) fsResolve(_ context.Context, req *jsonrpc2.Request) (any, error)
 }
 
 func (cn *conn) fsStat(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *files.Local, key string) (any, error) { return l.Stat(key) })
+	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return l.Stat(key) })
 }
 
 func (cn *conn) fsLstat(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *files.Local, key string) (any, error) { return l.Lstat(key) })
+	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return l.Lstat(key) })
 }
 
 func (cn *conn) fsReadDir(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *files.Local, key string) (any, error) { return l.ReadDir(key) })
+	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return l.ReadDir(key) })
 }
 
 func (cn *conn) fsMkdirAll(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *files.Local, key string) (any, error) { return nil, l.MkdirAll(key) })
+	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return nil, l.MkdirAll(key) })
 }
 
 func (cn *conn) fsRemove(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *files.Local, key string) (any, error) { return nil, l.Remove(key) })
+	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return nil, l.Remove(key) })
 }
 
 func (cn *conn) fsRemoveAll(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *files.Local, key string) (any, error) { return nil, l.RemoveAll(key) })
+	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return nil, l.RemoveAll(key) })
 }
 
 func (cn *conn) fsReadFile(_ context.Context, req *jsonrpc2.Request) (any, error) {

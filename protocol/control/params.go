@@ -225,7 +225,7 @@ type FsRenameParams struct {
 }
 
 // FsDiscardParams drop the draft's changes at Paths (keys), or all of
-// them, as files.Files.Discard: paths without changes are no error.
+// them, as agent.Files.Discard: paths without changes are no error.
 type FsDiscardParams struct {
 	Draft  string   `json:"draft,omitempty"`
 	Source string   `json:"source"`

@@ -15,7 +15,7 @@ import (
 
 	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // TestBufferOrder sends a thousand incremental changes as notifications
@@ -226,7 +226,7 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-// TestFilesParity runs the same operations on files.Local and on
+// TestFilesParity runs the same operations on agent.Local and on
 // control.Files and expects the same results and errors.
 func TestFilesParity(t *testing.T) {
 	e := newEnv(t)
@@ -236,21 +236,21 @@ func TestFilesParity(t *testing.T) {
 	must(t, os.Symlink("dir", filepath.Join(e.root, "in")))
 	d, err := e.ws.Draft("")
 	must(t, err)
-	local := files.NewLocal(d, overlay.SourceMCP)
+	local := agent.NewLocal(d, overlay.SourceMCP)
 	remote, err := NewFiles(e.client(t), "", overlay.SourceMCP)
 	must(t, err)
 
-	type step func(f files.Files) string
+	type step func(f agent.Files) string
 	show := func(v any, err error) string {
 		if err != nil {
 			return fmt.Sprintf("error errno=%d notexist=%v outside=%v toolarge=%v",
-				overlay.Errno(err), errors.Is(err, fs.ErrNotExist), errors.Is(err, overlay.ErrOutside), errors.Is(err, files.ErrTooLarge))
+				overlay.Errno(err), errors.Is(err, fs.ErrNotExist), errors.Is(err, overlay.ErrOutside), errors.Is(err, agent.ErrTooLarge))
 		}
 		switch i := v.(type) { // mtimes differ between the two runs
-		case files.Info:
+		case agent.Info:
 			i.ModTime = time.Time{}
 			v = i
-		case []files.Info:
+		case []agent.Info:
 			for k := range i {
 				i[k].ModTime = time.Time{}
 			}
@@ -259,36 +259,36 @@ func TestFilesParity(t *testing.T) {
 		return string(b)
 	}
 	steps := []step{
-		func(f files.Files) string { return show(f.Resolve("in/a.txt")) },
-		func(f files.Files) string { return show(f.Resolve(e.root + "/dir/../dir/a.txt")) },
-		func(f files.Files) string { return show(f.Resolve("out/passwd")) },
-		func(f files.Files) string { return show(f.Resolve("../x")) },
-		func(f files.Files) string { return show(f.Resolve("")) },
-		func(f files.Files) string { return show(f.Stat("dir/a.txt")) },
-		func(f files.Files) string { return show(f.Stat("")) },
-		func(f files.Files) string { return show(f.Lstat("in")) },
-		func(f files.Files) string { return show(f.Stat("nope")) },
-		func(f files.Files) string { return show(f.ReadDir("dir")) },
-		func(f files.Files) string { return show(f.ReadDir("dir/a.txt")) },
-		func(f files.Files) string { return show(f.ReadFile("dir/a.txt", 0)) },
-		func(f files.Files) string { return show(f.ReadFile("dir/a.txt", 1)) },
-		func(f files.Files) string { return show(f.ReadFile("dir", 0)) },
-		func(f files.Files) string { return show(0, f.WriteFile("dir/c.txt", []byte("c"), 0o600)) },
-		func(f files.Files) string { return show(f.Stat("dir/c.txt")) },
-		func(f files.Files) string { return show(0, f.WriteFile("dir/a.txt/x", nil, 0o644)) },
-		func(f files.Files) string { return show(0, f.MkdirAll("x/y/z")) },
-		func(f files.Files) string { return show(0, f.Remove("dir")) },
-		func(f files.Files) string { return show(0, f.Remove("dir/b.txt")) },
-		func(f files.Files) string { return show(0, f.Rename("dir/c.txt", "x/c.txt")) },
-		func(f files.Files) string { return show(0, f.Rename("nope", "x/nope")) },
-		func(f files.Files) string { return show(f.Status()) },
-		func(f files.Files) string { return show(f.Status("x")) },
-		func(f files.Files) string { return show(f.Diff("dir")) },
-		func(f files.Files) string { return show(0, f.Discard([]string{"dir/b.txt"})) },
-		func(f files.Files) string { return show(0, f.RemoveAll("x")) },
-		func(f files.Files) string { return show(f.Status()) },
-		func(f files.Files) string { return show(0, f.Discard(nil)) },
-		func(f files.Files) string { return show(f.Status()) },
+		func(f agent.Files) string { return show(f.Resolve("in/a.txt")) },
+		func(f agent.Files) string { return show(f.Resolve(e.root + "/dir/../dir/a.txt")) },
+		func(f agent.Files) string { return show(f.Resolve("out/passwd")) },
+		func(f agent.Files) string { return show(f.Resolve("../x")) },
+		func(f agent.Files) string { return show(f.Resolve("")) },
+		func(f agent.Files) string { return show(f.Stat("dir/a.txt")) },
+		func(f agent.Files) string { return show(f.Stat("")) },
+		func(f agent.Files) string { return show(f.Lstat("in")) },
+		func(f agent.Files) string { return show(f.Stat("nope")) },
+		func(f agent.Files) string { return show(f.ReadDir("dir")) },
+		func(f agent.Files) string { return show(f.ReadDir("dir/a.txt")) },
+		func(f agent.Files) string { return show(f.ReadFile("dir/a.txt", 0)) },
+		func(f agent.Files) string { return show(f.ReadFile("dir/a.txt", 1)) },
+		func(f agent.Files) string { return show(f.ReadFile("dir", 0)) },
+		func(f agent.Files) string { return show(0, f.WriteFile("dir/c.txt", []byte("c"), 0o600)) },
+		func(f agent.Files) string { return show(f.Stat("dir/c.txt")) },
+		func(f agent.Files) string { return show(0, f.WriteFile("dir/a.txt/x", nil, 0o644)) },
+		func(f agent.Files) string { return show(0, f.MkdirAll("x/y/z")) },
+		func(f agent.Files) string { return show(0, f.Remove("dir")) },
+		func(f agent.Files) string { return show(0, f.Remove("dir/b.txt")) },
+		func(f agent.Files) string { return show(0, f.Rename("dir/c.txt", "x/c.txt")) },
+		func(f agent.Files) string { return show(0, f.Rename("nope", "x/nope")) },
+		func(f agent.Files) string { return show(f.Status()) },
+		func(f agent.Files) string { return show(f.Status("x")) },
+		func(f agent.Files) string { return show(f.Diff("dir")) },
+		func(f agent.Files) string { return show(0, f.Discard([]string{"dir/b.txt"})) },
+		func(f agent.Files) string { return show(0, f.RemoveAll("x")) },
+		func(f agent.Files) string { return show(f.Status()) },
+		func(f agent.Files) string { return show(0, f.Discard(nil)) },
+		func(f agent.Files) string { return show(f.Status()) },
 	}
 	// Run each step on one side, undo its effect by discarding, run it
 	// on the other: both must see the same draft.
@@ -421,7 +421,7 @@ func TestSlowClient(t *testing.T) {
 func TestErrorMapping(t *testing.T) {
 	for _, err := range []error{
 		overlay.ErrConflict, overlay.ErrNothingToUndo, overlay.ErrDiskChanged, overlay.ErrOutside,
-		overlay.ErrCorrupt, buffers.ErrNotOpen, buffers.ErrResync, buffers.ErrBadRange, files.ErrTooLarge,
+		overlay.ErrCorrupt, buffers.ErrNotOpen, buffers.ErrResync, buffers.ErrBadRange, agent.ErrTooLarge,
 		&fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT},
 		&fs.PathError{Op: "rmdir", Path: "/x", Err: syscall.ENOTEMPTY},
 		fmt.Errorf("wrapped: %w", fs.ErrExist),

@@ -1,4 +1,4 @@
-// Package mcp serves the merged view of a draft (a [files.Files]) as an
+// Package mcp serves the merged view of a draft (a [agent.Files]) as an
 // MCP server, built on the official Go SDK. It has the tools of the
 // reference filesystem server, @modelcontextprotocol/server-filesystem,
 // with the same names, input schemas, annotations and answers, so clients
@@ -35,7 +35,7 @@
 // workspace. A client with MCP roots replaces them with its roots after
 // initialization and on notifications/roots/list_changed; tool calls wait
 // while roots are being fetched. Symlinks are resolved inside the merged
-// view by [files.Files.Resolve], which refuses any that leave the
+// view by [agent.Files.Resolve], which refuses any that leave the
 // workspace.
 //
 // # Errors
@@ -54,7 +54,7 @@
 //   - binary files (a NUL byte in the first 8000 bytes) are refused as
 //     text; files over [Options.MaxFileSize] (default
 //     [DefaultMaxFileSize], 10 MiB) are not read by any tool, not even
-//     for head or tail ([files.Files] reads only whole files);
+//     for head or tail ([agent.Files] reads only whole files);
 //   - invalid UTF-8 is shown as Node shows it, but edit_file and
 //     append_file keep the file's bytes as they are;
 //   - an unclosed "[", "{" or "(" in a glob is an error, not a literal;
@@ -76,7 +76,7 @@
 // directories read as a list_directory listing. A client may subscribe to
 // any of them: a change in the merged view at or below it (an editor
 // keystroke, another agent's write, a commit or discard), as
-// [files.Files.Watch] reports it, sends notifications/resources/updated
+// [agent.Files.Watch] reports it, sends notifications/resources/updated
 // with the subscribed URI.
 //
 // # Locking

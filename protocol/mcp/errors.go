@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // toolError is a message for the client, shown as the text of a tool
@@ -55,7 +55,7 @@ func fsError(err error, op string, paths ...string) error {
 	switch {
 	case errors.As(err, &te):
 		return err
-	case errors.Is(err, files.ErrTooLarge), errors.Is(err, files.ErrNotRegular), errors.Is(err, overlay.ErrOutside):
+	case errors.Is(err, agent.ErrTooLarge), errors.Is(err, agent.ErrNotRegular), errors.Is(err, overlay.ErrOutside):
 		return &toolError{msg: err.Error()}
 	}
 	errno := errnoOf(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // TestFSError: the one mapper from file-operation errors to messages.
@@ -28,7 +28,7 @@ func TestFSError(t *testing.T) {
 		{syscall.EISDIR, "read", nil, "EISDIR: illegal operation on a directory, read"},
 		{syscall.ENOTSUP, "open", []string{"/w/a"}, "ENOTSUP: operation not supported, open '/w/a'"},
 		{fmt.Errorf("overlay: %w", overlay.ErrOutside), "open", []string{"/w/a"}, "overlay: path is outside the workspace"},
-		{fmt.Errorf("a: %w", files.ErrTooLarge), "open", []string{"/w/a"}, "a: file is larger than the read limit"},
+		{fmt.Errorf("a: %w", agent.ErrTooLarge), "open", []string{"/w/a"}, "a: file is larger than the read limit"},
 		{errorf("already a message"), "open", []string{"/w/a"}, "already a message"},
 		{plain, "open", []string{"/w/a"}, "the socket went away"},
 	} {

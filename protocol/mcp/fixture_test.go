@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // fixtureTime is every fixture file's modification time, so two copies
@@ -142,7 +142,7 @@ func diskSnapshot(t testing.TB, dir string) snapshot {
 }
 
 // viewSnapshot is the merged view's content.
-func viewSnapshot(t testing.TB, f files.Files) snapshot {
+func viewSnapshot(t testing.TB, f agent.Files) snapshot {
 	t.Helper()
 	out := snapshot{}
 	var walk func(key string)
@@ -190,7 +190,7 @@ func compareSnapshots(t testing.TB, what string, got, want snapshot) {
 }
 
 // openView opens the engine on a workspace and state directory.
-func openView(t testing.TB, root, state string) (*overlay.Workspace, *overlay.Draft, files.Files) {
+func openView(t testing.TB, root, state string) (*overlay.Workspace, *overlay.Draft, agent.Files) {
 	t.Helper()
 	ws, err := overlay.Open(overlay.Options{Root: root, StateDir: state})
 	if err != nil {
@@ -205,5 +205,5 @@ func openView(t testing.TB, root, state string) (*overlay.Workspace, *overlay.Dr
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ws, d, files.NewLocal(d, overlay.SourceMCP)
+	return ws, d, agent.NewLocal(d, overlay.SourceMCP)
 }

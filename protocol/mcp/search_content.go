@@ -16,7 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // search_content answers "where is X" in one call: every text file below
@@ -248,7 +248,7 @@ func (s *Server) searchContent(ctx context.Context, a args) (*result, error) {
 	}
 	var todo []target
 	if info.IsDir() {
-		err = s.walk(ctx, root, exclude, func(t target, rel string, e files.Info) error {
+		err = s.walk(ctx, root, exclude, func(t target, rel string, e agent.Info) error {
 			// Named pipes, sockets and devices are never read: a pipe
 			// would hang the search.
 			special := e.Mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) != 0
@@ -319,7 +319,7 @@ func (s *Server) scan(ctx context.Context, todo []target, m *matcher) ([]*fileHi
 func (s *Server) searchFile(t target, m *matcher) (*fileHits, int) {
 	b, err := s.f.ReadFile(t.key, s.max)
 	switch {
-	case errors.Is(err, files.ErrTooLarge):
+	case errors.Is(err, agent.ErrTooLarge):
 		return nil, 2
 	case err != nil:
 		return nil, 0

@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/overlay/beneath"
-	"github.com/draftfs/draftfs/protocol/files"
 )
 
 // DefaultMaxFileSize is the largest file a tool reads whole (text, media,
@@ -51,7 +51,7 @@ type Options struct {
 // It serves one client connection at a time (Run).
 type Server struct {
 	// Set by New, read only after.
-	f     files.Files
+	f     agent.Files
 	root  string // workspace root, as Files reports it
 	max   int64
 	log   io.Writer
@@ -77,7 +77,7 @@ type Server struct {
 }
 
 // New returns a server over f.
-func New(f files.Files, opts Options) (*Server, error) {
+func New(f agent.Files, opts Options) (*Server, error) {
 	s := &Server{
 		f:         f,
 		root:      filepath.Clean(f.Root()),

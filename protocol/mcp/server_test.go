@@ -12,7 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // env is a server over the fixture tree, served in this process to a Go
@@ -22,7 +22,7 @@ type env struct {
 	root    string
 	ws      *overlay.Workspace
 	d       *overlay.Draft
-	f       files.Files
+	f       agent.Files
 	srv     *Server
 	client  *sdk.Client
 	cs      *sdk.ClientSession
@@ -71,7 +71,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 }
 
 // serveEnv serves f and connects a client to it.
-func serveEnv(t testing.TB, root string, ws *overlay.Workspace, d *overlay.Draft, f files.Files, opts ...envOption) *env {
+func serveEnv(t testing.TB, root string, ws *overlay.Workspace, d *overlay.Draft, f agent.Files, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, root: root, ws: ws, d: d, f: f, updates: make(chan string, 100)}
 	c := envConfig{opts: Options{Version: "test"}, client: &sdk.ClientOptions{

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // readDir lists a directory for a tool, with Node's scandir errors.
-func (s *Server) readDir(t target) ([]files.Info, error) {
+func (s *Server) readDir(t target) ([]agent.Info, error) {
 	ents, err := s.f.ReadDir(t.key)
 	if err != nil {
 		return nil, fsError(err, "scandir", t.abs)
@@ -25,9 +25,9 @@ func (s *Server) readDir(t target) ([]files.Info, error) {
 // isLink reports whether a listed entry is a symlink. Entries are listed
 // as they are (not followed), so a symlink to a directory is a file, as
 // Node's Dirent.isDirectory() says.
-func isLink(i files.Info) bool { return i.Mode.Type() == fs.ModeSymlink }
+func isLink(i agent.Info) bool { return i.Mode.Type() == fs.ModeSymlink }
 
-func dirOrFile(i files.Info) string {
+func dirOrFile(i agent.Info) string {
 	if i.IsDir() {
 		return "[DIR]"
 	}
@@ -215,7 +215,7 @@ func jsonStringify(v any) string {
 // are skipped, symlinked directories are not entered, and directories
 // below dir that cannot be listed are passed over. visit gets the entry's target,
 // its path relative to dir and its listing info.
-func (s *Server) walk(ctx context.Context, dir target, exclude []*glob, visit func(t target, rel string, info files.Info) error) error {
+func (s *Server) walk(ctx context.Context, dir target, exclude []*glob, visit func(t target, rel string, info agent.Info) error) error {
 	var rec func(d target, rel string) error
 	rec = func(d target, rel string) error {
 		ents, err := s.f.ReadDir(d.key)
@@ -278,7 +278,7 @@ func (s *Server) searchFiles(ctx context.Context, a args) (*result, error) {
 		return nil, err
 	}
 	var found []string
-	err = s.walk(ctx, t, exclude, func(c target, rel string, _ files.Info) error {
+	err = s.walk(ctx, t, exclude, func(c target, rel string, _ agent.Info) error {
 		if pattern.match(rel) {
 			found = append(found, c.abs)
 		}

@@ -16,7 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 // readOutput is what read_text_file adds to the reference's structured
@@ -94,7 +94,7 @@ func (s *Server) readFile(t target) ([]byte, error) {
 	switch {
 	case err == nil:
 		return b, nil
-	case errors.Is(err, files.ErrTooLarge):
+	case errors.Is(err, agent.ErrTooLarge):
 		size := "more"
 		if info, err := s.f.Stat(t.key); err == nil {
 			size = formatSize(info.Size)

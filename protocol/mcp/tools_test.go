@@ -12,7 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
 func sha(s string) string {
@@ -341,7 +341,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // panicky is a view whose reads panic.
-type panicky struct{ files.Files }
+type panicky struct{ agent.Files }
 
 func (panicky) ReadFile(string, int64) ([]byte, error) { panic("boom") }
 

@@ -1,4 +1,4 @@
-package files_test
+package agent_test
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/files"
+	"github.com/draftfs/draftfs/overlay/agent"
 )
 
-func newLocal(t *testing.T) (string, *files.Local) {
+func newLocal(t *testing.T) (string, *agent.Local) {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("disk\n"), 0o644); err != nil {
@@ -30,7 +30,7 @@ func newLocal(t *testing.T) (string, *files.Local) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return root, files.NewLocal(d, overlay.SourceMCP)
+	return root, agent.NewLocal(d, overlay.SourceMCP)
 }
 
 func TestLocalReadWrite(t *testing.T) {
@@ -45,7 +45,7 @@ func TestLocalReadWrite(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "deep")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a draft write reached the disk: %v", err)
 	}
-	if _, err := l.ReadFile("a.txt", 3); !errors.Is(err, files.ErrTooLarge) {
+	if _, err := l.ReadFile("a.txt", 3); !errors.Is(err, agent.ErrTooLarge) {
 		t.Fatalf("over the limit: %v, want ErrTooLarge", err)
 	}
 	if _, err := l.ReadFile("deep", 0); err == nil {

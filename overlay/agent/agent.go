@@ -1,4 +1,4 @@
-// Package files is the merged view of one draft as the agent-facing
+// Package agent is the merged view of one draft as the agent-facing
 // front ends (ACP, MCP) use it: whole-file reads and writes, listings and
 // the draft's status, with every path checked against the workspace and
 // every change tagged with the front end's source.
@@ -6,7 +6,7 @@
 // Two implementations: [Local] over an engine opened in this process, and
 // the control socket's client (package control) when a daemon owns the
 // workspace. Front ends depend only on the interface.
-package files
+package agent
 
 import (
 	"bytes"
