@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/draftfs/draftfs/protocol/mcp/internal/reference"
 )
 
 // The reference server declares its inputs with zod and the TypeScript
@@ -116,8 +118,8 @@ func (a args) strs(name string) []string {
 	return s
 }
 
-func (a args) edits() []edit {
-	e, _ := a["edits"].([]edit)
+func (a args) edits() []reference.Edit {
+	e, _ := a["edits"].([]reference.Edit)
 	return e
 }
 
@@ -237,7 +239,7 @@ func (p prop) defaultValue() any {
 }
 
 // check validates a present value and converts it to the Go type args
-// holds: string, float64, bool, []string or []edit.
+// holds: string, float64, bool, []string or []reference.Edit.
 func (p prop) check(v any) (any, []issue) {
 	switch p.kind {
 	case kString:
@@ -285,14 +287,14 @@ func (p prop) check(v any) (any, []issue) {
 			}
 			return out, issues
 		}
-		out := make([]edit, 0, len(list))
+		out := make([]reference.Edit, 0, len(list))
 		for i, e := range list {
 			m, ok := e.(map[string]any)
 			if !ok {
 				issues = append(issues, expected("object", e, true, p.name, i))
 				continue
 			}
-			var ed edit
+			var ed reference.Edit
 			for _, f := range []struct {
 				name string
 				dst  *string

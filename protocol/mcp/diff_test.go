@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/mcp/internal/peers"
 )
 
 // The differential test: one sequence of tool calls, made by the MCP
@@ -256,7 +257,7 @@ func startDaemon(t *testing.T, bin, workspace, stateRoot string) (stop func()) {
 // root; in the answers root is written ROOT and its parent PARENT.
 func runClient(t *testing.T, roots []string, steps []step, root string, server ...string) []answer {
 	t.Helper()
-	dir := peersDir(t)
+	dir := peers.Dir(t)
 	script := filepath.Join(t.TempDir(), "script.json")
 	in := map[string]any{"steps": steps}
 	if roots != nil {
@@ -301,7 +302,7 @@ type servers struct {
 }
 
 func newServers(t *testing.T) servers {
-	dir := peersDir(t)
+	dir := peers.Dir(t)
 	base := t.TempDir()
 	s := servers{
 		refRoot:   filepath.Join(base, "ref", "tree"),

@@ -46,6 +46,14 @@
 // "Invalid input: expected string, received number at path", "Access
 // denied - ..."). Even a panic in a tool becomes such a result.
 //
+// # Reference compatibility
+//
+// What makes answers byte-identical to the reference's (minimatch globs,
+// the npm diff package's unified diff, edit_file's matching, Node's text
+// decoding, sizes, dates and collation) lives in
+// protocol/mcp/internal/reference, each piece tested against the
+// reference's own code run by node.
+//
 // # Differences from the reference
 //
 // On purpose, each asserted by the differential test:

@@ -16,6 +16,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/draftfs/draftfs/protocol/mcp/internal/reference"
+
 	"github.com/draftfs/draftfs/overlay/agent"
 )
 
@@ -382,7 +384,7 @@ func renderSearch(pattern string, found []*fileHits, sk skips, ctxLines, limit i
 	}
 	var skipNote string
 	if sk.binary > 0 || sk.large > 0 {
-		skipNote = fmt.Sprintf(" (skipped %s and %s over %s)", plural(sk.binary, "binary file"), plural(sk.large, "file"), formatSize(maxSize))
+		skipNote = fmt.Sprintf(" (skipped %s and %s over %s)", plural(sk.binary, "binary file"), plural(sk.large, "file"), reference.FormatSize(maxSize))
 	}
 	if total == 0 {
 		return &result{text: "No matches found" + skipNote, structured: map[string]any{"total": 0, "truncated": false, "files": []any{}}}
@@ -457,7 +459,7 @@ func hitStart(hits []hit, line int) int {
 // match at lo (or from the start), on rune boundaries, marked with "…".
 func shownLine(line []byte, lo int) string {
 	if len(line) <= maxShownLine {
-		return jsText(line)
+		return reference.JSText(line)
 	}
 	start := 0
 	if lo > maxShownLine/2 {
@@ -470,7 +472,7 @@ func shownLine(line []byte, lo int) string {
 	for end < len(line) && !utf8.RuneStart(line[end]) {
 		end++
 	}
-	out := jsText(line[start:end])
+	out := reference.JSText(line[start:end])
 	if start > 0 {
 		out = "…" + out
 	}

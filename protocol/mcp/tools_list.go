@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/draftfs/draftfs/protocol/mcp/internal/reference"
+
 	"github.com/draftfs/draftfs/overlay/agent"
 )
 
@@ -87,7 +89,7 @@ func (s *Server) listDirectoryWithSizes(_ context.Context, a args) (*result, err
 	if a.str("sortBy") == "size" {
 		slices.SortStableFunc(list, func(x, y entry) int { return compareInt64(y.size, x.size) })
 	} else {
-		slices.SortStableFunc(list, func(x, y entry) int { return localeCompare(x.name, y.name) })
+		slices.SortStableFunc(list, func(x, y entry) int { return reference.LocaleCompare(x.name, y.name) })
 	}
 	lines := make([]string, 0, len(list)+3)
 	for _, e := range list {
@@ -95,11 +97,11 @@ func (s *Server) listDirectoryWithSizes(_ context.Context, a args) (*result, err
 		if e.dir {
 			kind = "[DIR]"
 		} else {
-			size = padStart(formatSize(e.size), 10)
+			size = reference.PadStart(reference.FormatSize(e.size), 10)
 		}
-		lines = append(lines, kind+" "+padEnd(e.name, 30)+" "+size)
+		lines = append(lines, kind+" "+reference.PadEnd(e.name, 30)+" "+size)
 	}
-	lines = append(lines, "", fmt.Sprintf("Total: %d files, %d directories", nfiles, ndirs), "Combined size: "+formatSize(total))
+	lines = append(lines, "", fmt.Sprintf("Total: %d files, %d directories", nfiles, ndirs), "Combined size: "+reference.FormatSize(total))
 	return textResult(strings.Join(lines, "\n")), nil
 }
 
@@ -124,15 +126,15 @@ type treeNode struct {
 // treeExcludes compiles directory_tree's excludePatterns as the reference
 // applies them: a pattern with "*" matches relative paths; one without
 // matches a path, any path ending in it, or anything below such a path.
-func treeExcludes(patterns []string) ([]*glob, error) {
-	var out []*glob
+func treeExcludes(patterns []string) ([]*reference.Glob, error) {
+	var out []*reference.Glob
 	for _, p := range patterns {
 		forms := []string{p}
 		if !strings.Contains(p, "*") {
 			forms = append(forms, "**/"+p, "**/"+p+"/**")
 		}
 		for _, f := range forms {
-			g, err := compileGlob(f)
+			g, err := reference.CompileGlob(f)
 			if err != nil {
 				return nil, &toolError{msg: err.Error()}
 			}
@@ -142,9 +144,9 @@ func treeExcludes(patterns []string) ([]*glob, error) {
 	return out, nil
 }
 
-func matchAny(gs []*glob, p string) bool {
+func matchAny(gs []*reference.Glob, p string) bool {
 	for _, g := range gs {
-		if g.match(p) {
+		if g.Match(p) {
 			return true
 		}
 	}
@@ -215,7 +217,7 @@ func jsonStringify(v any) string {
 // are skipped, symlinked directories are not entered, and directories
 // below dir that cannot be listed are passed over. visit gets the entry's target,
 // its path relative to dir and its listing info.
-func (s *Server) walk(ctx context.Context, dir target, exclude []*glob, visit func(t target, rel string, info agent.Info) error) error {
+func (s *Server) walk(ctx context.Context, dir target, exclude []*reference.Glob, visit func(t target, rel string, info agent.Info) error) error {
 	var rec func(d target, rel string) error
 	rec = func(d target, rel string) error {
 		ents, err := s.f.ReadDir(d.key)
@@ -252,10 +254,10 @@ func (s *Server) walk(ctx context.Context, dir target, exclude []*glob, visit fu
 	return rec(dir, "")
 }
 
-func compileAll(patterns []string) ([]*glob, error) {
-	out := make([]*glob, 0, len(patterns))
+func compileAll(patterns []string) ([]*reference.Glob, error) {
+	out := make([]*reference.Glob, 0, len(patterns))
 	for _, p := range patterns {
-		g, err := compileGlob(p)
+		g, err := reference.CompileGlob(p)
 		if err != nil {
 			return nil, &toolError{msg: err.Error()}
 		}
@@ -269,7 +271,7 @@ func (s *Server) searchFiles(ctx context.Context, a args) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pattern, err := compileGlob(a.str("pattern"))
+	pattern, err := reference.CompileGlob(a.str("pattern"))
 	if err != nil {
 		return nil, &toolError{msg: err.Error()}
 	}
@@ -279,7 +281,7 @@ func (s *Server) searchFiles(ctx context.Context, a args) (*result, error) {
 	}
 	var found []string
 	err = s.walk(ctx, t, exclude, func(c target, rel string, _ agent.Info) error {
-		if pattern.match(rel) {
+		if pattern.Match(rel) {
 			found = append(found, c.abs)
 		}
 		return nil

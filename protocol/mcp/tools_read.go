@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/draftfs/draftfs/protocol/mcp/internal/reference"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/draftfs/draftfs/overlay/agent"
@@ -97,9 +99,9 @@ func (s *Server) readFile(t target) ([]byte, error) {
 	case errors.Is(err, agent.ErrTooLarge):
 		size := "more"
 		if info, err := s.f.Stat(t.key); err == nil {
-			size = formatSize(info.Size)
+			size = reference.FormatSize(info.Size)
 		}
-		return nil, errorf("File too large: %s is %s, over the %s limit for reading a file whole", t.abs, size, formatSize(s.max))
+		return nil, errorf("File too large: %s is %s, over the %s limit for reading a file whole", t.abs, size, reference.FormatSize(s.max))
 	case errnoOf(err) == syscall.EISDIR || s.isDir(t.key):
 		return nil, errorf("EISDIR: illegal operation on a directory, read")
 	}
@@ -145,7 +147,7 @@ func (s *Server) readTextFile(_ context.Context, a args) (*result, error) {
 	case head != 0:
 		text, truncated = headLines(b, head)
 	}
-	r := textResult(jsText([]byte(text)))
+	r := textResult(reference.JSText([]byte(text)))
 	sum := sha256.Sum256(b)
 	r.structured = map[string]any{"size": len(b), "sha256": hex.EncodeToString(sum[:]), "truncated": truncated}
 	if info, err := s.f.Stat(t.key); err == nil {
@@ -257,7 +259,7 @@ func (s *Server) readMultipleFiles(_ context.Context, a args) (*result, error) {
 			parts[i] = fmt.Sprintf("%s: Error - %s", p, err.Error())
 			continue
 		}
-		parts[i] = p + ":\n" + jsText(b) + "\n"
+		parts[i] = p + ":\n" + reference.JSText(b) + "\n"
 	}
 	return textResult(strings.Join(parts, "\n---\n")), nil
 }
@@ -273,7 +275,7 @@ func (s *Server) getFileInfo(_ context.Context, a args) (*result, error) {
 	}
 	// The merged view keeps one time per file (a draft entry's, a
 	// buffer's or the disk's): it stands for creation and access too.
-	when := jsDate(info.ModTime)
+	when := reference.JSDate(info.ModTime)
 	lines := []string{
 		fmt.Sprintf("size: %d", info.Size),
 		"created: " + when,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/draftfs/draftfs/protocol/mcp/internal/reference"
+
 	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
@@ -72,11 +74,11 @@ func (s *Server) editFile(_ context.Context, a args) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, after, err := applyEdits(string(b), a.edits())
+	before, after, err := reference.ApplyEdits(string(b), a.edits())
 	if err != nil {
 		return nil, &toolError{msg: err.Error()}
 	}
-	out := editResult(jsText([]byte(unifiedDiff(t.abs, before, after))))
+	out := reference.EditResult(reference.JSText([]byte(reference.UnifiedDiff(t.abs, before, after))))
 	if a.boolean("dryRun") || after == before {
 		return textResult(out), nil
 	}

@@ -1,4 +1,4 @@
-package mcp
+package reference
 
 import (
 	"math"
@@ -14,10 +14,10 @@ import (
 	"golang.org/x/text/language"
 )
 
-// formatSize is the reference's formatSize: "0 B", "512 B", "1.50 KB",
+// FormatSize is the reference's FormatSize: "0 B", "512 B", "1.50 KB",
 // up to TB, with two decimals rounded as JavaScript's toFixed rounds
 // (half away from zero, on the exact value).
-func formatSize(n int64) string {
+func FormatSize(n int64) string {
 	if n <= 0 {
 		return "0 B"
 	}
@@ -39,11 +39,11 @@ func formatSize(n int64) string {
 	return h[:len(h)-2] + "." + h[len(h)-2:] + " " + units[i]
 }
 
-// jsDate formats t as JavaScript's Date.prototype.toString does in the
+// JSDate formats t as JavaScript's Date.prototype.toString does in the
 // local time zone: "Sun Nov 22 2026 00:33:10 GMT+0000 (Coordinated
 // Universal Time)". JavaScript names the zone from ICU; Go knows only its
 // abbreviation, so zones other than UTC show that.
-func jsDate(t time.Time) string {
+func JSDate(t time.Time) string {
 	t = t.Local()
 	name, _ := t.Zone()
 	if name == "UTC" || name == "GMT" {
@@ -52,8 +52,8 @@ func jsDate(t time.Time) string {
 	return t.Format("Mon Jan 02 2006 15:04:05 GMT-0700") + " (" + name + ")"
 }
 
-// jsLen is a string's length in UTF-16 code units, as JavaScript counts.
-func jsLen(s string) int {
+// JSLen is a string's length in UTF-16 code units, as JavaScript counts.
+func JSLen(s string) int {
 	n := 0
 	for _, r := range s {
 		n += utf16.RuneLen(r)
@@ -61,32 +61,32 @@ func jsLen(s string) int {
 	return n
 }
 
-func padEnd(s string, width int) string {
-	return s + strings.Repeat(" ", max(0, width-jsLen(s)))
+func PadEnd(s string, width int) string {
+	return s + strings.Repeat(" ", max(0, width-JSLen(s)))
 }
 
-func padStart(s string, width int) string {
-	return strings.Repeat(" ", max(0, width-jsLen(s))) + s
+func PadStart(s string, width int) string {
+	return strings.Repeat(" ", max(0, width-JSLen(s))) + s
 }
 
-// collator orders names as JavaScript's localeCompare does with ICU's
+// collator orders names as JavaScript's LocaleCompare does with ICU's
 // root collation. A Collator is not safe for concurrent use.
 var collator = struct {
 	sync.Mutex
 	c *collate.Collator
 }{c: collate.New(language.Und)}
 
-func localeCompare(a, b string) int {
+func LocaleCompare(a, b string) int {
 	collator.Lock()
 	defer collator.Unlock()
 	return collator.c.CompareString(a, b)
 }
 
-// jsText decodes b as Node's UTF-8 decoder does: each maximal invalid
+// JSText decodes b as Node's UTF-8 decoder does: each maximal invalid
 // subpart (a cut-short sequence counts once) becomes one U+FFFD. Go's own
 // conversions replace every invalid byte, which would show the client a
 // different text than the reference shows.
-func jsText(b []byte) string {
+func JSText(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}

@@ -1,4 +1,4 @@
-package mcp
+package reference
 
 import (
 	"strconv"
@@ -36,9 +36,9 @@ type searchPath struct {
 	last   *run
 }
 
-// unifiedDiff returns createTwoFilesPatch(name, name, before, after,
+// UnifiedDiff returns createTwoFilesPatch(name, name, before, after,
 // "original", "modified"), with CRLF line ends turned into LF first.
-func unifiedDiff(name, before, after string) string {
+func UnifiedDiff(name, before, after string) string {
 	before = strings.ReplaceAll(before, "\r\n", "\n")
 	after = strings.ReplaceAll(after, "\r\n", "\n")
 	var b strings.Builder

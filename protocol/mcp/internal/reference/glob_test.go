@@ -1,9 +1,11 @@
-package mcp
+package reference
 
 import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/draftfs/draftfs/protocol/mcp/internal/peers"
 )
 
 var globPatterns = []string{
@@ -27,7 +29,7 @@ var globPaths = []string{
 // {dot: true}), as the reference server calls it, over every pair.
 func TestGlobMatchesMinimatch(t *testing.T) {
 	in, _ := json.Marshal(map[string]any{"patterns": globPatterns, "paths": globPaths})
-	out := runNode(t, `
+	out := peers.RunNode(t, `
 import { minimatch } from "minimatch";
 import { readFileSync } from "node:fs";
 const { patterns, paths } = JSON.parse(readFileSync(0, "utf8"));
@@ -38,13 +40,13 @@ console.log(JSON.stringify(patterns.map(p => paths.map(x => minimatch(x, p, { do
 		t.Fatal(err)
 	}
 	for i, p := range globPatterns {
-		g, err := compileGlob(p)
+		g, err := CompileGlob(p)
 		if err != nil {
-			t.Errorf("compileGlob(%q): %v", p, err)
+			t.Errorf("CompileGlob(%q): %v", p, err)
 			continue
 		}
 		for j, x := range globPaths {
-			if got := g.match(x); got != want[i][j] {
+			if got := g.Match(x); got != want[i][j] {
 				t.Errorf("match(%q, %q) = %v, minimatch says %v", x, p, got, want[i][j])
 			}
 		}
@@ -53,15 +55,15 @@ console.log(JSON.stringify(patterns.map(p => paths.map(x => minimatch(x, p, { do
 
 func TestGlobRefusesBadPatterns(t *testing.T) {
 	for _, p := range []string{"[a-", "*.{js,ts", "@(a|b", "x/!(y)", "[z-a]", "[[:nope:]]", "{1..100000}"} {
-		if _, err := compileGlob(p); !errors.Is(err, errBadGlob) {
-			t.Errorf("compileGlob(%q) = %v, want errBadGlob", p, err)
+		if _, err := CompileGlob(p); !errors.Is(err, ErrBadGlob) {
+			t.Errorf("CompileGlob(%q) = %v, want ErrBadGlob", p, err)
 		}
 	}
 	long := make([]byte, maxGlobLength+1)
 	for i := range long {
 		long[i] = 'a'
 	}
-	if _, err := compileGlob(string(long)); !errors.Is(err, errBadGlob) {
-		t.Errorf("a %d-byte pattern: %v, want errBadGlob", len(long), err)
+	if _, err := CompileGlob(string(long)); !errors.Is(err, ErrBadGlob) {
+		t.Errorf("a %d-byte pattern: %v, want ErrBadGlob", len(long), err)
 	}
 }

@@ -1,4 +1,4 @@
-package mcp
+package reference
 
 import (
 	"errors"
@@ -6,11 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// errNoMatch: an edit's oldText is not in the file.
-var errNoMatch = errors.New("could not find exact match")
+// ErrNoMatch: an edit's oldText is not in the file.
+var ErrNoMatch = errors.New("could not find exact match")
 
-// edit is one replacement of edit_file.
-type edit struct {
+// Edit is one replacement of edit_file.
+type Edit struct {
 	OldText string `json:"oldText"`
 	NewText string `json:"newText"`
 }
@@ -19,16 +19,16 @@ type edit struct {
 type editError struct{ oldText string }
 
 func (e *editError) Error() string { return "Could not find exact match for edit:\n" + e.oldText }
-func (e *editError) Unwrap() error { return errNoMatch }
+func (e *editError) Unwrap() error { return ErrNoMatch }
 
-// applyEdits applies edits in order the way the reference's edit_file
+// ApplyEdits applies edits in order the way the reference's edit_file
 // does: line ends normalised to "\n"; the first exact occurrence of
 // oldText is replaced; failing that, the first run of lines equal to
 // oldText's lines once both are trimmed is replaced, the new lines taking
 // the indentation of the first matched line plus each new line's extra
 // indentation relative to the old text. It returns the normalised content
 // before and after.
-func applyEdits(content string, edits []edit) (before, after string, err error) {
+func ApplyEdits(content string, edits []Edit) (before, after string, err error) {
 	before = strings.ReplaceAll(content, "\r\n", "\n")
 	after = before
 	for _, e := range edits {
@@ -99,9 +99,9 @@ func trimSpaceStart(s string) string { return strings.TrimLeftFunc(s, isJSSpace)
 // leadingSpace is the white space s starts with.
 func leadingSpace(s string) string { return s[:len(s)-len(trimSpaceStart(s))] }
 
-// editResult is what edit_file shows: the diff in a fenced block with
+// EditResult is what edit_file shows: the diff in a fenced block with
 // enough backticks that the diff cannot close it.
-func editResult(diff string) string {
+func EditResult(diff string) string {
 	fence := "```"
 	for strings.Contains(diff, fence) {
 		fence += "`"

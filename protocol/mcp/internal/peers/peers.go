@@ -1,4 +1,8 @@
-package mcp
+// Package peers runs the reference MCP implementations (the TypeScript
+// SDK and @modelcontextprotocol/server-filesystem, installed in
+// scripts/peers) for the tests that compare draftfs's answers with theirs.
+// Only tests import it.
+package peers
 
 import (
 	"bytes"
@@ -9,13 +13,13 @@ import (
 	"testing"
 )
 
-// peersDir is scripts/peers with its npm packages installed; the test is
+// Dir is scripts/peers with its npm packages installed; the test is
 // skipped when node or the packages are missing (scripts/test.sh installs
 // them with npm ci).
-func peersDir(t testing.TB) string {
+func Dir(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "peers")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "scripts", "peers")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the tests against the reference MCP peers need it")
 	}
@@ -30,14 +34,13 @@ func peersDir(t testing.TB) string {
 	return dir
 }
 
-// runNode runs an ES module given as source in scripts/peers, so bare
+// RunNode runs an ES module given as source in scripts/peers, so bare
 // imports resolve to its node_modules, with stdin as input; it returns
 // stdout.
-func runNode(t testing.TB, source string, stdin []byte) []byte {
+func RunNode(t testing.TB, source string, stdin []byte) []byte {
 	t.Helper()
-	dir := peersDir(t)
 	cmd := exec.Command("node", "--input-type=module", "-e", source)
-	cmd.Dir = dir
+	cmd.Dir = Dir(t)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,4 +1,4 @@
-package mcp
+package reference
 
 import (
 	"encoding/json"
@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/draftfs/draftfs/protocol/mcp/internal/peers"
 )
 
 // editCase is one file and the edits applied to it.
 type editCase struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
-	Edits   []edit `json:"edits"`
+	Edits   []Edit `json:"edits"`
 }
 
 // randomEditCases builds files from a small vocabulary (so lines repeat
@@ -37,7 +39,7 @@ func randomEditCases(r *rand.Rand, dir string, n int) []editCase {
 		if r.IntN(3) > 0 {
 			content += eol
 		}
-		var edits []edit
+		var edits []Edit
 		for range 1 + r.IntN(3) {
 			var old string
 			switch {
@@ -58,14 +60,14 @@ func randomEditCases(r *rand.Rand, dir string, n int) []editCase {
 			for range r.IntN(4) {
 				newLines = append(newLines, indents[r.IntN(len(indents))]+words[r.IntN(len(words))]+" new")
 			}
-			edits = append(edits, edit{OldText: old, NewText: strings.Join(newLines, "\n")})
+			edits = append(edits, Edit{OldText: old, NewText: strings.Join(newLines, "\n")})
 		}
 		cases = append(cases, editCase{Path: filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), Content: content, Edits: edits})
 	}
 	return cases
 }
 
-// TestEditMatchesReference applies random edits with applyEdits and with
+// TestEditMatchesReference applies random edits with ApplyEdits and with
 // the reference server's own applyFileEdits (dry run) and compares the
 // diff text, byte for byte, and the errors.
 func TestEditMatchesReference(t *testing.T) {
@@ -75,10 +77,10 @@ func TestEditMatchesReference(t *testing.T) {
 	dir := t.TempDir()
 	cases := randomEditCases(r, dir, 300)
 	cases = append(cases,
-		editCase{Path: filepath.Join(dir, "empty.txt"), Content: "", Edits: []edit{{OldText: "", NewText: "start\n"}}},
-		editCase{Path: filepath.Join(dir, "fence.txt"), Content: "a\n```\nb\n", Edits: []edit{{OldText: "b", NewText: "````"}}},
-		editCase{Path: filepath.Join(dir, "same.txt"), Content: "a\nb\n", Edits: []edit{{OldText: "a", NewText: "a"}}},
-		editCase{Path: filepath.Join(dir, "nbsp.txt"), Content: "\u00a0x\n\u3000y\n", Edits: []edit{{OldText: "x\ny", NewText: "  z\n    w"}}},
+		editCase{Path: filepath.Join(dir, "empty.txt"), Content: "", Edits: []Edit{{OldText: "", NewText: "start\n"}}},
+		editCase{Path: filepath.Join(dir, "fence.txt"), Content: "a\n```\nb\n", Edits: []Edit{{OldText: "b", NewText: "````"}}},
+		editCase{Path: filepath.Join(dir, "same.txt"), Content: "a\nb\n", Edits: []Edit{{OldText: "a", NewText: "a"}}},
+		editCase{Path: filepath.Join(dir, "nbsp.txt"), Content: "\u00a0x\n\u3000y\n", Edits: []Edit{{OldText: "x\ny", NewText: "  z\n    w"}}},
 	)
 	for _, c := range cases {
 		if err := os.WriteFile(c.Path, []byte(c.Content), 0o644); err != nil {
@@ -86,7 +88,7 @@ func TestEditMatchesReference(t *testing.T) {
 		}
 	}
 	in, _ := json.Marshal(cases)
-	out := runNode(t, `
+	out := peers.RunNode(t, `
 import { applyFileEdits } from "@modelcontextprotocol/server-filesystem/dist/lib.js";
 import { readFileSync } from "node:fs";
 const cases = JSON.parse(readFileSync(0, "utf8"));
@@ -105,12 +107,12 @@ console.log(JSON.stringify(out));
 		t.Fatal(err)
 	}
 	for i, c := range cases {
-		before, after, err := applyEdits(c.Content, c.Edits)
+		before, after, err := ApplyEdits(c.Content, c.Edits)
 		var got, gotErr string
 		if err != nil {
 			gotErr = err.Error()
 		} else {
-			got = editResult(unifiedDiff(c.Path, before, after))
+			got = EditResult(UnifiedDiff(c.Path, before, after))
 		}
 		if got != want[i].Text || gotErr != want[i].Error {
 			t.Errorf("case %d: content %q edits %q\ngot  %q %q\nwant %q %q", i, c.Content, c.Edits, got, gotErr, want[i].Text, want[i].Error)

@@ -1,4 +1,4 @@
-package mcp
+package reference
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// errBadGlob: a glob pattern that cannot be compiled.
-var errBadGlob = errors.New("invalid glob pattern")
+// ErrBadGlob: a glob pattern that cannot be compiled.
+var ErrBadGlob = errors.New("invalid glob pattern")
 
 // maxGlobLength bounds a pattern, as minimatch does.
 const maxGlobLength = 64 * 1024
@@ -27,7 +27,7 @@ const maxBraceExpansions = 10_000
 // matching nothing. Unlike minimatch, which quietly takes an unclosed "[",
 // "{" or "(" literally, such patterns are refused: a pattern like "[a-"
 // is almost always a mistake. The negated extglob !(...) is refused too.
-type glob struct {
+type Glob struct {
 	negate  bool
 	never   bool        // a comment, or the empty pattern (matches only "")
 	empty   bool        // the empty pattern
@@ -43,11 +43,11 @@ type segment struct {
 	re       *regexp.Regexp
 }
 
-// compileGlob compiles a pattern; errors wrap errBadGlob and say why.
-func compileGlob(pattern string) (*glob, error) {
-	g := &glob{pattern: pattern}
+// CompileGlob compiles a pattern; errors wrap ErrBadGlob and say why.
+func CompileGlob(pattern string) (*Glob, error) {
+	g := &Glob{pattern: pattern}
 	if len(pattern) > maxGlobLength {
-		return nil, fmt.Errorf("%w %.40q...: longer than %d bytes", errBadGlob, pattern, maxGlobLength)
+		return nil, fmt.Errorf("%w %.40q...: longer than %d bytes", ErrBadGlob, pattern, maxGlobLength)
 	}
 	if strings.HasPrefix(pattern, "#") {
 		g.never = true
@@ -64,14 +64,14 @@ func compileGlob(pattern string) (*glob, error) {
 	}
 	expanded, err := expandBraces(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", errBadGlob, pattern, err)
+		return nil, fmt.Errorf("%w %q: %v", ErrBadGlob, pattern, err)
 	}
 	for _, e := range expanded {
 		var segs []segment
 		for _, part := range strings.Split(e, "/") {
 			s, err := compileSegment(part)
 			if err != nil {
-				return nil, fmt.Errorf("%w %q: %v", errBadGlob, pattern, err)
+				return nil, fmt.Errorf("%w %q: %v", ErrBadGlob, pattern, err)
 			}
 			// "**/**" is "**".
 			if s.globstar && len(segs) > 0 && segs[len(segs)-1].globstar {
@@ -85,7 +85,7 @@ func compileGlob(pattern string) (*glob, error) {
 }
 
 // match reports whether the relative path p matches.
-func (g *glob) match(p string) bool {
+func (g *Glob) Match(p string) bool {
 	if g.never {
 		return false
 	}
