@@ -212,8 +212,7 @@ const maxRequest = 1 << 20
 // readaheadKiB is how far the kernel reads ahead of a sequential reader
 // of the mount: each READ is a round trip, so a window of the largest
 // READ instead of the kernel's 128 KiB default makes cold sequential
-// reads faster. Measured: a 512 MiB cat after dropping caches took
-// 304-327 ms instead of 347-351 ms (native 265-282 ms).
+// reads faster (figures in the README's Benchmarks section).
 const readaheadKiB = maxRequest >> 10
 
 // raiseReadahead raises the read-ahead window of the mount's device

@@ -110,23 +110,12 @@ func serve(mountDir string) error {
 	return d.Close()
 }
 
-// serveProcs makes the Go code of a process that serves mounts (a
-// daemon mounts when started with one or when draftfs run asks) run on
-// one CPU at a time, unless GOMAXPROCS says otherwise; call it before a
-// mount starts. A FUSE request is a round trip its caller waits
-// for, and with more than one P Go's scheduler hands requests between
-// threads on different CPUs: every wake-up of an idle CPU that causes
-// costs tens of µs in a virtual machine, several times what serving a
-// small request does. Measured on 2 CPUs (a Firecracker VM, state and
-// workspace on tmpfs): tar extracting 5,000 files took 0.8-1.1 s
-// instead of 1.8-2.0 s, four such tars at once 3.4-3.8 s instead of
-// 4.4-5.0 s, and cross-CPU wake-ups fell from 6.7 to 0.8 per file; the
-// cost is throughput when many readers miss the kernel's cache at once
-// (4 parallel cats of 100,000 files after dropping caches: 1.30 s
-// instead of 1.14 s), and the slowest requests while the daemon itself
-// computes (a diff of 10,000 files in a loop: the slowest of 20,000
-// requests 41-58 ms instead of 8-10 ms; p99 0.1 ms either way). Warm
-// workloads (git status, ripgrep, find, du) did not change.
+// serveProcs runs the Go code of a process that serves mounts on one CPU
+// at a time, unless GOMAXPROCS is set; call it before a mount starts. A
+// FUSE request is a round trip its caller waits for, and with more than
+// one P the scheduler hands requests between threads on different CPUs,
+// each wake-up of an idle CPU costing more than serving a small request.
+// The README's Benchmarks section has the figures and the price.
 func serveProcs() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
