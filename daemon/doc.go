@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package daemon is the draftfs daemon of one workspace: it owns the
 // workspace's state (the engine), answers the control socket and serves
 // the merged view of drafts as FUSE mounts.

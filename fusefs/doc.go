@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package fusefs serves a draft's merged view as a FUSE file system, so
 // any tool (a shell, git, a compiler, a CLI agent) works on it as on a
 // local disk while every change lands in the draft, and runs commands in

@@ -1,3 +1,5 @@
+//go:build linux
+
 package overlay
 
 // Discard drops the draft's changes below keys (nil: all of them), with

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package overlay is the draftfs engine: the merged view of a workspace,
 // draft over editor buffers over disk, and the review workflow that
 // commits, discards or undoes what an agent wrote.
@@ -63,6 +65,14 @@
 // next open after a crash (revert.go). Commits older than the last
 // [UndoKeep] lose their undo data, and kept contents nothing refers to
 // are collected ([Draft.GC]).
+//
+// # Platform
+//
+// Linux only, and every file says so with a build constraint: disk paths
+// are opened with openat2(RESOLVE_BENEATH) and O_PATH (package beneath),
+// draft files are created with O_TMPFILE, and times come from Stat_t.Atim.
+// fusefs, daemon and daemon/contain are Linux-only too; buffers and the
+// protocol packages' pure parts are not.
 //
 // # Errors
 //

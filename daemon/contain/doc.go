@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package contain runs a command inside a draft: in private namespaces,
 // built by bubblewrap (bwrap), where the workspace's own path shows the
 // draft's merged view (a draftfs mount) and cannot be uncovered.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package beneath opens and changes files below a directory without ever
 // leaving it: every path is resolved by the kernel from a descriptor of
 // the directory, refusing "..", absolute names and symlinks on the way
