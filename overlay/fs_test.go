@@ -650,7 +650,7 @@ func TestMemMapDisk(t *testing.T) {
 	disk := afero.NewMemMapFs()
 	must(t, afero.WriteFile(disk, "/d/a.txt", []byte("a"), 0o644))
 	must(t, afero.WriteFile(disk, "/d/b.txt", []byte("b"), 0o644))
-	ws, err := overlay.Open(overlay.Options{Root: t.TempDir(), StateDir: t.TempDir(), Disk: disk})
+	ws, err := overlay.OpenOn(overlay.Options{Root: t.TempDir(), StateDir: t.TempDir()}, disk)
 	must(t, err)
 	defer ws.Close()
 	d, err := ws.Draft("")

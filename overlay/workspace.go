@@ -28,9 +28,6 @@ type Options struct {
 	Root string
 	// StateDir holds this workspace's drafts (see [StateDir]).
 	StateDir string
-	// Disk is the disk layer rooted at the workspace. Nil: the OS file
-	// system at Root.
-	Disk afero.Fs
 	// Buffers are the editor buffers. Nil: a new empty set.
 	Buffers *buffers.Set
 	// Watch the disk for changes made outside draftfs and publish them on
@@ -77,13 +74,18 @@ func StateDir(stateRoot, workspace string) string {
 
 // Open opens a workspace's state, creating it when new, and finishes or
 // rolls back any commit a crash interrupted.
-func Open(opts Options) (*Workspace, error) {
+func Open(opts Options) (*Workspace, error) { return open(opts, nil) }
+
+// open is Open over disk as the disk layer; nil is the OS file system at
+// opts.Root, the only layer outside tests.
+func open(opts Options, disk afero.Fs) (*Workspace, error) {
 	root, err := filepath.Abs(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("overlay: workspace %q: %w", opts.Root, err)
 	}
-	osDisk := opts.Disk == nil
-	if opts.Disk == nil {
+	osDisk := disk == nil
+	var dir *beneath.Root
+	if osDisk {
 		fi, err := os.Stat(root)
 		if err != nil {
 			return nil, fmt.Errorf("overlay: workspace: %w", err)
@@ -91,13 +93,10 @@ func Open(opts Options) (*Workspace, error) {
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("overlay: workspace %s is not a directory", root)
 		}
-	}
-	var dir *beneath.Root
-	if osDisk {
 		if dir, err = beneath.OpenRoot(root); err != nil {
 			return nil, fmt.Errorf("overlay: workspace: %w", err)
 		}
-		opts.Disk = beneath.FS{R: dir}
+		disk = beneath.FS{R: dir}
 	}
 	if opts.StateDir == "" {
 		return nil, fmt.Errorf("overlay: no state directory given")
@@ -116,7 +115,7 @@ func Open(opts Options) (*Workspace, error) {
 	w := &Workspace{
 		root:     root,
 		stateDir: opts.StateDir,
-		disk:     opts.Disk,
+		disk:     disk,
 		osDisk:   osDisk,
 		dir:      dir,
 		readOnly: opts.ReadOnly,

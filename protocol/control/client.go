@@ -29,7 +29,7 @@ type Client struct {
 // Dial connects to the daemon listening on socket; the error wraps
 // ErrNoDaemon when none is.
 func Dial(socket string) (*Client, error) {
-	c, err := DialSocket(socket)
+	c, err := dialSocket(socket)
 	if err != nil {
 		return nil, err
 	}

@@ -159,7 +159,7 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 // ErrNoDaemon: nothing listens on the control socket.
 var ErrNoDaemon = errors.New("no draftfs daemon is running for this workspace")
 
-// DialSocket connects to the control socket at path. When no daemon
+// dialSocket connects to the control socket at path. When no daemon
 // listens there (no socket file, or a stale one) the error wraps
 // ErrNoDaemon. Before the caller sends anything (editor text, review
 // commands), it checks that nobody else can have put the socket there
@@ -167,7 +167,7 @@ var ErrNoDaemon = errors.New("no draftfs daemon is running for this workspace")
 // one else, the socket this user's, and the process that accepted the
 // connection must run as this user (SO_PEERCRED). Otherwise the error
 // wraps ErrForeignSocket.
-func DialSocket(path string) (*net.UnixConn, error) {
+func dialSocket(path string) (*net.UnixConn, error) {
 	if err := checkSocketPath(path); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func TestListen(t *testing.T) {
 	// A daemon that died leaves its socket file: nobody accepts on it.
 	l.SetUnlinkOnClose(false)
 	l.Close()
-	if _, err := DialSocket(path); !errors.Is(err, ErrNoDaemon) {
+	if _, err := dialSocket(path); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("dialing a stale socket: %v", err)
 	}
 	l2, err := Listen(path)
@@ -68,7 +68,7 @@ func TestListen(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket outlives its listener: %v", err)
 	}
-	if _, err := DialSocket(path); !errors.Is(err, ErrNoDaemon) {
+	if _, err := dialSocket(path); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("dialing no socket: %v", err)
 	}
 	// Something else at the path is not taken for a socket.
