@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay/beneath"
+	"github.com/draftfs/draftfs/overlay/internal/textmerge"
 )
 
 // CommitOptions choose what a commit applies and how.
@@ -26,6 +27,10 @@ type CommitOptions struct {
 	// the whole draft). Renames come with their sources, paths with the
 	// new directories they need.
 	Keys []string
+	// Hunks, when set, are the IDs of the hunks to commit (see Hunk)
+	// instead of Keys: the files they belong to are committed with
+	// those hunks only, the rest of their change left in the draft.
+	Hunks []string
 	// Force applies conflicting paths anyway: the draft wins.
 	Force bool
 	// DryRun reports what would happen and changes nothing.
@@ -65,7 +70,23 @@ func (d *Draft) Commit(opts CommitOptions) (*CommitResult, error) {
 func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	d.commitMu.Lock()
 	defer d.commitMu.Unlock()
+	var files map[string]*hunkFile
+	if len(opts.Hunks) > 0 {
+		var err error
+		if files, err = d.hunkFiles(opts.Hunks); err != nil {
+			return nil, err
+		}
+	}
 	d.mu.Lock()
+	var parts map[string]*partialFile
+	if len(opts.Hunks) > 0 {
+		ch, err := d.chooseHunksLocked(opts.Hunks, files)
+		if err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+		opts.Keys, parts = ch.keys, ch.partial
+	}
 	chosen := d.chooseLocked(opts.Keys, true)
 	res := &CommitResult{DryRun: opts.DryRun, Applied: []StatusEntry{}}
 	status, err := d.statusOf(chosen)
@@ -84,6 +105,9 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	privileged := d.privilegedLocked(chosen, opts)
 	res.Conflicts = withConflicts(withConflicts(conflicts, privileged), linked)
 	res.Merged = sortedKeys(merged)
+	for k, p := range parts {
+		merged[k] = textmerge.Apply(p.old, p.cur, p.chosen)
+	}
 	if len(chosen) == 0 || opts.DryRun {
 		d.mu.Unlock()
 		return res, nil
@@ -111,7 +135,7 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 		d.mu.Unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(res.Conflicts), ErrConflict)
 	}
-	rec, err := d.prepareLocked(chosen, merged, noop, opts)
+	rec, err := d.prepareLocked(chosen, merged, noop, parts, opts)
 	if err != nil {
 		d.mu.Unlock()
 		return nil, err
@@ -160,7 +184,7 @@ func (d *Draft) undoDir(id uint64) string {
 // prepareLocked writes the commit's journal, backups and undo copies of
 // the entries; nothing on disk is touched yet. Must be called with d.mu
 // held.
-func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, noop map[string]bool, opts CommitOptions) (*commitRecord, error) {
+func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte, noop map[string]bool, parts map[string]*partialFile, opts CommitOptions) (*commitRecord, error) {
 	id, err := d.st.nextCommitID()
 	if err != nil {
 		return nil, fmt.Errorf("overlay: commit: %w", err)
@@ -208,6 +232,9 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 	if err := d.planLocked(rec, chosen, merged, noop, opts.AllowOwner); err != nil {
 		return nil, err
 	}
+	if err := d.keepPartsLocked(rec, parts); err != nil {
+		return nil, err
+	}
 	if err := d.st.write(&txn{commits: map[uint64]*commitRecord{id: rec}}); err != nil {
 		return nil, fmt.Errorf("overlay: commit: record: %w", err)
 	}
@@ -253,6 +280,14 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 	d.w.disk.RemoveAll(diskName(rec.Stage))
 	t := &txn{}
 	for k := range rec.Entry {
+		if kp := rec.Keep[k]; kp != nil {
+			e, err := d.rebaseLocked(k, rec.Entry[k], kp)
+			if err != nil {
+				return err
+			}
+			t.putEntry(k, e)
+			continue
+		}
 		t.putEntry(k, nil)
 		if e := d.entries[k]; e != nil && e.Kind == kindFile && d.writers[e.Ino] > 0 {
 			// Still open for writing: what is written from now on must

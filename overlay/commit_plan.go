@@ -82,6 +82,9 @@ type commitRecord struct {
 	Upto int `json:"upto,omitempty"`
 	// Failure says why a commit was rolled back.
 	Failure string `json:"failure,omitempty"`
+	// Keep are the files the commit took some hunks of, which stay in
+	// the draft rebased on what it wrote (see hunks.go).
+	Keep map[string]*keptPart `json:"keep,omitempty"`
 }
 
 // Commit record states.

@@ -29,6 +29,9 @@ type FileDiff struct {
 	// changes; the patch goes to the merged content, which is what
 	// commit writes.
 	Merged bool `json:"merged,omitempty"`
+	// Hunks are the pieces of the change that commit and discard take
+	// one by one (see Hunk); left out with the patch of an ignored path.
+	Hunks []Hunk `json:"hunks,omitempty"`
 }
 
 // DiffOptions choose what Diff reports.
@@ -63,7 +66,9 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 				var hdr strings.Builder
 				fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", it.key, it.key)
 				writeMetaHeader(&hdr, m, m.oldExists, m.newExists)
-				dirs = append(dirs, FileDiff{Path: it.key + "/", Change: it.change, Patch: hdr.String()})
+				fd := FileDiff{Path: it.key + "/", Change: it.change, Patch: hdr.String()}
+				fd.Hunks = []Hunk{wholeHunk(fd.Path, fd.Patch)}
+				dirs = append(dirs, fd)
 			}
 			continue
 		}
@@ -77,7 +82,7 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 			out = append(out, FileDiff{Path: it.key, From: it.from, Change: it.change, Ignored: true})
 			continue
 		}
-		fd, err := d.fileDiff(it, inodes[it.e.Ino])
+		fd, _, err := d.fileDiff(it, inodes[it.e.Ino])
 		if err != nil && d.goneSince(it) {
 			continue // committed or discarded while the diff ran
 		}
@@ -104,7 +109,9 @@ func (d *Draft) goneSince(it item) bool {
 	return !ok || e.Ino != it.e.Ino || e.Kind != it.e.Kind
 }
 
-func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
+// fileDiff returns the diff of one file, and its sides when its hunks
+// can be taken one by one.
+func (d *Draft) fileDiff(it item, n inode) (FileDiff, *sides, error) {
 	fd := FileDiff{Path: it.key, From: it.from, Change: it.change}
 	oldPath := it.key
 	lower := it.key
@@ -119,7 +126,7 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	if it.e.Base == nil || !it.e.Base.NoLower || it.from != "" {
 		var err error
 		if old, oldExists, err = d.userContent(lower); err != nil {
-			return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
+			return fd, nil, fmt.Errorf("overlay: diff %q: %w", it.key, err)
 		}
 	}
 	var cur []byte
@@ -127,7 +134,7 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	if newExists {
 		var err error
 		if cur, err = d.draftContent(&it.e, &n); err != nil {
-			return fd, fmt.Errorf("overlay: diff %q: %w", it.key, err)
+			return fd, nil, fmt.Errorf("overlay: diff %q: %w", it.key, err)
 		}
 	}
 	var hdr strings.Builder
@@ -147,7 +154,14 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, error) {
 	}
 	fd.Added, fd.Deleted, fd.Binary = textmerge.Stat(old, cur)
 	fd.Patch = hdr.String() + textmerge.Unified(oldPath, it.key, old, cur, oldExists, newExists)
-	return fd, nil
+	if it.from == "" && it.e.Kind == kindFile && !it.e.redirect() && oldExists && !fd.Binary && len(old) > 0 && len(cur) > 0 {
+		sd := &sides{old: old, cur: cur, merged: fd.Merged}
+		if fd.Hunks = sd.hunks(it.key); len(fd.Hunks) > 0 {
+			return fd, sd, nil
+		}
+	}
+	fd.Hunks = []Hunk{wholeHunk(it.key, fd.Patch)}
+	return fd, nil, nil
 }
 
 // writeMetaHeader writes git's mode lines, exact (set-id and sticky

@@ -21,6 +21,9 @@ var (
 	// ErrOutside: a path given by an agent-facing caller leaves the
 	// workspace (.., an absolute path elsewhere, or a symlink escape).
 	ErrOutside = errors.New("path is outside the workspace")
+	// ErrNoHunk: a hunk ID names no hunk of the draft's diff now: the
+	// draft or the user's file changed since it was listed.
+	ErrNoHunk = errors.New("no such hunk")
 	// ErrCorrupt: a state file cannot be read.
 	ErrCorrupt = errors.New("draft state is corrupt")
 )

@@ -106,6 +106,11 @@ func (d *Draft) gcLocked(dryRun bool) (*GCResult, error) {
 				used[op.Blob] = true
 			}
 		}
+		for _, kp := range r.Keep {
+			if kp.Rest != "" {
+				used[kp.Rest] = true
+			}
+		}
 	}
 	if !dryRun && len(t.commits) > 0 {
 		// The records first: a crash after leaves undo directories no

@@ -75,7 +75,7 @@ func (d *Draft) Undo(src Source) (*UndoResult, error) {
 func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
 	var busy []string
 	for k := range rec.Entry {
-		if _, ok := d.entries[k]; ok {
+		if _, ok := d.entries[k]; ok && !d.keptAsLeftLocked(rec, k) {
 			busy = append(busy, k)
 		}
 	}

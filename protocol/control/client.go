@@ -166,6 +166,12 @@ func (c *Client) Read(p ReadParams) (*ReadResult, error) {
 	return &res, c.Call(context.Background(), "draft/read", p, &res)
 }
 
+// Hunks returns the hunks of the draft's changes, file by file.
+func (c *Client) Hunks(p PathsParams) ([]FileHunks, error) {
+	var res []FileHunks
+	return res, c.Call(context.Background(), "draft/hunks", p, &res)
+}
+
 // Commit applies the draft. progress, when set, is called as the daemon
 // reports progress. When the commit is refused for conflicts, the
 // report comes back with the error (wrapping overlay.ErrConflict).

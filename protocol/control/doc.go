@@ -23,10 +23,12 @@
 //	buffer/didChange {path, version, text} | {path, version, changes: [{range?, text}], length?} → {applied}
 //	buffer/didSave {path}, buffer/didClose {path}, buffer/list → [{path, version, dirty, size}]
 //	draft/status {paths?} → [{path, change, from?, conflict, ignored?, fold?, alsoIn?}]
-//	draft/diff {paths?, ignored?} → [{path, from?, change, binary, added, deleted, patch, ignored?, merged?}]
+//	draft/diff {paths?, ignored?} → [{path, from?, change, binary, added, deleted, patch, ignored?, merged?, hunks}]
+//	draft/hunks {paths?, ignored?} → [{path, from?, change, merged?, hunks: [hunk]}]
+//	  hunk: {id, text, whole?, oldStart, oldLines, newStart, newLines, parts?: [hunk]}
 //	draft/read {path} → {path, text} | {path, data (base64), binary: true}
-//	draft/commit {paths?, force?, dryRun?, skipIgnored?, progress?} → {id, applied, merged?, conflicts?}
-//	draft/discard {paths} | {all: true} → {paths}
+//	draft/commit {paths? | hunks?, force?, dryRun?, skipIgnored?, progress?} → {id, applied, merged?, conflicts?}
+//	draft/discard {paths} | {hunks} | {all: true} → {paths}
 //	draft/undo → {id, paths}
 //	draft/log → [{time, op, path?, from?, paths?, source}]
 //	draft/gc {dryRun?} → {dryRun?, size, undo, blobs, data, freed, expired, blobsDropped}
@@ -37,7 +39,12 @@
 //
 // Every draft/* and fs/* method takes an optional "draft" (default: the
 // daemon's); fs/* take a "source" ("acp", "mcp") that the draft's log
-// records. Buffer methods of one connection apply in arrival order; the
+// records. A hunk's id names one change of one file for as long as
+// neither the draft nor the user's file changes (overlay.Hunk); "hunks"
+// in draft/commit and draft/discard take just those (a part of a hunk
+// by its own id), leaving the rest of the file's change in the draft; an
+// id that names nothing now is refused (data kind "noHunk"): list the
+// hunks again. Buffer methods of one connection apply in arrival order; the
 // others of a connection may run concurrently. Buffer methods may be
 // sent as notifications; when one fails the daemon sends buffer/resync
 // {path, message}: the client should send the full text. Buffers a
@@ -62,7 +69,8 @@
 // method -32601; missing or mistyped params, text with a lone UTF-16
 // surrogate, a path outside the workspace -32602. The connection stays
 // open. Refusals are [CodeRefused] (conflicts, with the commit's report
-// in data.result; nothing to undo; disk changed since the commit), a
+// in data.result; nothing to undo; disk changed since the commit; a
+// hunk id that names nothing now), a
 // missing file or buffer [CodeNotFound], buffer drift [CodeResync], other
 // file errors [CodeFileSystem] with data.errno. The [Client] turns them
 // back into the engine's errors (see [Error]).

@@ -48,6 +48,7 @@ const (
 	kindNothingToUndo = "nothingToUndo"
 	kindDiskChanged   = "diskChanged"
 	kindNoChanges     = "noChanges"
+	kindNoHunk        = "noHunk"
 	kindPeer          = "peer"
 	kindReview        = "review"
 	kindNotFound      = "notFound"
@@ -126,6 +127,8 @@ func toRPC(err error) *jsonrpc2.Error {
 		code, data.Kind = CodeRefused, kindDiskChanged
 	case errors.Is(err, errNoChanges):
 		code, data.Kind = CodeRefused, kindNoChanges
+	case errors.Is(err, overlay.ErrNoHunk):
+		code, data.Kind = CodeRefused, kindNoHunk
 	case errors.Is(err, buffers.ErrNotOpen):
 		code, data.Kind = CodeNotFound, kindNotOpen
 		msg += ": send buffer/didOpen first"
@@ -191,6 +194,8 @@ func (e *Error) Unwrap() error {
 		return overlay.ErrDiskChanged
 	case kindNoChanges:
 		return errNoChanges
+	case kindNoHunk:
+		return overlay.ErrNoHunk
 	case kindNotOpen:
 		return buffers.ErrNotOpen
 	case kindResync:

@@ -34,6 +34,7 @@ func init() {
 		"buffer/list":      {fn: (*conn).bufferList},
 		"draft/status":     {fn: (*conn).status},
 		"draft/diff":       {fn: (*conn).diff},
+		"draft/hunks":      {fn: (*conn).hunks},
 		"draft/read":       {fn: (*conn).read},
 		"draft/commit":     {fn: (*conn).commit, user: true},
 		"draft/discard":    {fn: (*conn).discard, user: true},

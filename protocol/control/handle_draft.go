@@ -165,6 +165,26 @@ func (cn *conn) diff(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return diffs, err
 }
 
+func (cn *conn) hunks(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p PathsParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	d, keys, err := cn.pathsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored})
+	out := make([]FileHunks, 0, len(diffs))
+	for _, fd := range diffs {
+		if fd.Ignored && !p.Ignored {
+			continue
+		}
+		out = append(out, FileHunks{Path: fd.Path, From: fd.From, Change: fd.Change, Merged: fd.Merged, Hunks: fd.Hunks})
+	}
+	return out, err
+}
+
 func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	var p ReadParams
 	if err := decode(req, &p, "path"); err != nil {
@@ -193,6 +213,9 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
+	if len(p.Hunks) > 0 && len(p.Paths) > 0 {
+		return nil, invalidParams(`draft/commit: give "paths" or "hunks", not both`)
+	}
 	d, src, err := cn.s.draftFor(p.Draft, p.Source)
 	if err != nil {
 		return nil, err
@@ -204,7 +227,7 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := withChanges(d, keys); err != nil {
 		return nil, err
 	}
-	if p.SkipIgnored {
+	if p.SkipIgnored && len(p.Hunks) == 0 {
 		if keys, err = notIgnored(d, keys); err != nil {
 			return nil, err
 		}
@@ -212,7 +235,7 @@ func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
 			return &overlay.CommitResult{DryRun: p.DryRun, Applied: []overlay.StatusEntry{}}, nil
 		}
 	}
-	opts := overlay.CommitOptions{Keys: keys, Force: p.Force, DryRun: p.DryRun, AllowSetid: p.AllowSetid, AllowOwner: p.AllowOwner, Source: src}
+	opts := overlay.CommitOptions{Keys: keys, Hunks: p.Hunks, Force: p.Force, DryRun: p.DryRun, AllowSetid: p.AllowSetid, AllowOwner: p.AllowOwner, Source: src}
 	if len(keys) == 0 {
 		opts.Keys = nil
 	}
@@ -291,15 +314,25 @@ func (cn *conn) discard(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	switch {
-	case p.All && len(p.Paths) > 0:
-		return nil, invalidParams(`draft/discard: give "paths" or "all": true, not both`)
-	case !p.All && len(p.Paths) == 0:
-		return nil, invalidParams(`draft/discard: give "paths" to discard, or "all": true`)
+	given := 0
+	for _, g := range []bool{p.All, len(p.Paths) > 0, len(p.Hunks) > 0} {
+		if g {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, invalidParams(`draft/discard: give one of "paths", "hunks" or "all": true`)
 	}
 	d, src, err := cn.s.draftFor(p.Draft, p.Source)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.Hunks) > 0 {
+		taken, err := d.DiscardHunks(p.Hunks, src)
+		if err != nil {
+			return nil, err
+		}
+		return PathsResult{Paths: taken}, nil
 	}
 	var keys []string
 	if !p.All {

@@ -128,8 +128,11 @@ type ReadResult struct {
 
 // CommitParams choose what to commit and how.
 type CommitParams struct {
-	Draft  string   `json:"draft,omitempty"`
-	Paths  []string `json:"paths,omitempty"`
+	Draft string   `json:"draft,omitempty"`
+	Paths []string `json:"paths,omitempty"`
+	// Hunks are hunk IDs (from draft/hunks or draft/diff) to commit,
+	// instead of Paths.
+	Hunks  []string `json:"hunks,omitempty"`
 	Force  bool     `json:"force,omitempty"`
 	DryRun bool     `json:"dryRun,omitempty"`
 	// SkipIgnored leaves out what git ignores (and .git directories).
@@ -151,10 +154,22 @@ type ProgressParams struct {
 
 // DiscardParams choose what to discard: Paths, or everything with All.
 type DiscardParams struct {
-	Draft  string   `json:"draft,omitempty"`
-	Paths  []string `json:"paths,omitempty"`
+	Draft string   `json:"draft,omitempty"`
+	Paths []string `json:"paths,omitempty"`
+	// Hunks are hunk IDs to discard, instead of Paths.
+	Hunks  []string `json:"hunks,omitempty"`
 	All    bool     `json:"all,omitempty"`
 	Source string   `json:"source,omitempty"`
+}
+
+// FileHunks are the hunks of one changed file (draft/hunks): its
+// diff's, without the patch.
+type FileHunks struct {
+	Path   string         `json:"path"`
+	From   string         `json:"from,omitempty"`
+	Change string         `json:"change"`
+	Merged bool           `json:"merged,omitempty"`
+	Hunks  []overlay.Hunk `json:"hunks"`
 }
 
 // PathsResult lists paths (discard).

@@ -49,32 +49,8 @@ func Unified(oldPath, newPath string, old, new []byte, oldExists, newExists bool
 	var b strings.Builder
 	writeFileHeader(&b, "--- ", oldLabel)
 	writeFileHeader(&b, "+++ ", newLabel)
-	fn := funcLine{lines: splitLines(old), limit: -1}
-	for _, h := range textdiff.Hunks(old, new, diff.Context(contextLines), textdiff.IndentHeuristic()) {
-		b.WriteString("@@ -")
-		writeRange(&b, h.LineNoX, h.EndLineNoX-h.LineNoX)
-		b.WriteString(" +")
-		writeRange(&b, h.LineNoY, h.EndLineNoY-h.LineNoY)
-		b.WriteString(" @@")
-		if name := fn.before(h.LineNoX); len(name) > 0 {
-			b.WriteByte(' ')
-			b.Write(name)
-		}
-		b.WriteByte('\n')
-		for _, e := range h.Edits {
-			switch e.Op {
-			case diff.Delete:
-				b.WriteByte('-')
-			case diff.Insert:
-				b.WriteByte('+')
-			default:
-				b.WriteByte(' ')
-			}
-			b.Write(e.Line)
-			if e.Line[len(e.Line)-1] != '\n' {
-				b.WriteString(noNewline)
-			}
-		}
+	for _, h := range Hunks(old, new) {
+		b.WriteString(h.Text)
 	}
 	return b.String()
 }
