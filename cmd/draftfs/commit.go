@@ -21,10 +21,12 @@ var (
 	flagCommitSkipIg bool
 	flagAllowSetid   bool
 	flagAllowOwner   bool
+	flagCommitHunks  []string
+	flagCommitPatch  bool
 )
 
 var commitCmd = &cobra.Command{
-	Use:   "commit [--dry-run] [--force] [--skip-ignored] [--allow-setid] [--allow-owner] [--json] [PATH...]",
+	Use:   "commit [--dry-run] [--force] [--skip-ignored] [--allow-setid] [--allow-owner] [--json] [-p | --hunk ID...] [PATH...]",
 	Short: "Write the draft's changes to disk",
 	Long: `Applies the draft's changes (all, or below each PATH) to the workspace on
 disk: each file atomically (a temporary file renamed over it, its mode
@@ -52,6 +54,20 @@ not, until you commit with --allow-setid or --allow-owner, or chmod or
 chown it in the view. A path whose parent directory is a symlink on disk
 now refuses the commit too: commit and undo never go through one.
 
+-p (--patch) shows each hunk of the changes (below each PATH) on the
+terminal and asks whether to commit it, as git add -p does: y yes, n
+no, q quit, a this and the file's later hunks, d none of the file's
+later hunks, s split the hunk into smaller ones, ? help. Then it
+commits the hunks chosen: each file gets what you have with just those
+hunks made (merged 3-way with your changes, atomically, undone by
+draftfs undo like any commit), and the rest of its change stays in the
+draft. --hunk ID commits the hunks whose ids draftfs diff --json lists
+(repeat it, or separate ids with commas); an id names one change for as
+long as neither the draft nor your file changes, and one that names
+nothing now refuses the commit (status 1): list the hunks again. A
+file's mode change goes with its last hunk; a new, deleted, renamed or
+binary file is one hunk.
+
 --dry-run reports what a commit would do (status 1 if it would be
 refused), with a count of each kind of change. --json prints the report as JSON: {"id", "applied": [status
 entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
@@ -59,14 +75,33 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
   draftfs commit src/ README.md
   draftfs commit --dry-run
   draftfs commit --force src/main.go
-  draftfs commit --allow-setid bin/tool`,
+  draftfs commit --allow-setid bin/tool
+  draftfs commit -p src/
+  draftfs commit --hunk 3f2a9c41d0be,77c1e0a2b9f4`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
+		switch {
+		case len(flagCommitHunks) > 0 && (len(a) > 0 || flagCommitPatch):
+			return usagef("give PATHs (with or without -p) or --hunk IDs, not both")
+		case flagCommitPatch && (flagCommitJSON || flagCommitDryRun):
+			return usagef("-p asks on the terminal: it takes neither --json nor --dry-run")
+		}
 		s, paths, err := connectFor(a, readWrite)
 		if err != nil {
 			return err
 		}
 		defer s.close()
+		hunks := flagCommitHunks
+		if flagCommitPatch {
+			if hunks, err = chooseHunks(s, paths, "commit"); err != nil {
+				return err
+			}
+			if len(hunks) == 0 {
+				fmt.Println("nothing chosen, nothing committed")
+				return nil
+			}
+			paths = nil
+		}
 		var prog *progress
 		var onProgress func(done, total int)
 		if !flagCommitJSON && !flagCommitDryRun {
@@ -74,7 +109,7 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 			onProgress = prog.update
 		}
 		res, err := s.Commit(control.CommitParams{
-			Draft: s.cfg.draft, Paths: paths, Force: flagCommitForce, DryRun: flagCommitDryRun,
+			Draft: s.cfg.draft, Paths: paths, Hunks: hunks, Force: flagCommitForce, DryRun: flagCommitDryRun,
 			SkipIgnored: flagCommitSkipIg,
 			AllowSetid:  flagAllowSetid, AllowOwner: flagAllowOwner,
 		}, onProgress)
@@ -108,6 +143,8 @@ func init() {
 	f.BoolVar(&flagCommitSkipIg, "skip-ignored", false, "leave what git ignores (and .git/) in the draft")
 	f.BoolVar(&flagAllowSetid, "allow-setid", false, "commit set-uid, set-gid and sticky bits the draft gives paths")
 	f.BoolVar(&flagAllowOwner, "allow-owner", false, "commit the owners the draft gives paths where they differ from the disk's")
+	f.BoolVarP(&flagCommitPatch, "patch", "p", false, "choose hunk by hunk on the terminal what to commit, as git add -p")
+	f.StringSliceVar(&flagCommitHunks, "hunk", nil, "commit the hunk with this id (from draftfs diff --json); repeat, or separate with commas")
 	root.AddCommand(commitCmd)
 }
 

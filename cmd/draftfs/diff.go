@@ -17,10 +17,11 @@ var (
 	flagDiffStat    bool
 	flagDiffColor   string
 	flagDiffIgnored bool
+	flagDiffJSON    bool
 )
 
 var diffCmd = &cobra.Command{
-	Use:   "diff [--stat] [--ignored] [--color=auto|always|never] [PATH...]",
+	Use:   "diff [--stat | --json] [--ignored] [--color=auto|always|never] [PATH...]",
 	Short: "Show the draft's changes as a unified diff",
 	Long: `Shows the draft's changes (all, or below each PATH) as a unified diff with
 git-style headers (--- a/path, +++ b/path), from what you have now (the
@@ -33,12 +34,21 @@ binary file is reported as "Binary files a/path and b/path differ".
 Changes to what git ignores (.venv/, node_modules/, build output, git's
 own .git/) are left out, with a note on stderr; --ignored shows them.
 
+--json prints an array of {"path", "from"?, "change", "binary", "added",
+"deleted", "patch", "ignored"?, "merged"?, "hunks"}: each hunk is {"id",
+"text", "whole"?, "oldStart", "oldLines", "newStart", "newLines",
+"parts"?} (the lines it changes, 1-based; parts are the smaller hunks
+it splits into), and its id is what draftfs commit --hunk and draftfs
+discard --hunk take. An id stays the same while neither the draft nor
+your file changes.
+
 --stat prints a diffstat instead. Colour is used on a terminal
 (--color=auto, unless NO_COLOR is set), always, or never.`,
 	Example: `  draftfs diff
   draftfs diff --stat
   draftfs diff src/main.go | less -R
-  draftfs diff --color=always | less -R`,
+  draftfs diff --color=always | less -R
+  draftfs diff --json src/main.go | jq -r '.[].hunks[].id'`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
 		var color bool
@@ -70,6 +80,9 @@ own .git/) are left out, with a note on stderr; --ignored shows them.
 			shown = append(shown, d)
 		}
 		diffs = shown
+		if flagDiffJSON {
+			return printJSON(diffs)
+		}
 		if hidden > 0 {
 			defer fmt.Fprintf(os.Stderr, "draftfs diff: %s %s to what git ignores not shown (draftfs status folds them; draftfs diff --ignored shows them)\n",
 				thousands(hidden), plural(hidden, "change", "changes"))
@@ -93,6 +106,7 @@ own .git/) are left out, with a note on stderr; --ignored shows them.
 
 func init() {
 	diffCmd.Flags().BoolVar(&flagDiffStat, "stat", false, "print a diffstat instead of the diff")
+	diffCmd.Flags().BoolVar(&flagDiffJSON, "json", false, "print the changes and their hunks (with the ids commit --hunk takes) as JSON")
 	diffCmd.Flags().StringVar(&flagDiffColor, "color", "auto", "colour the output: auto, always or never")
 	diffCmd.Flags().BoolVar(&flagDiffIgnored, "ignored", false, "show changes to what git ignores (and .git/) too")
 	diffCmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
