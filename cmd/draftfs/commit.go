@@ -91,16 +91,9 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 			return err
 		}
 		defer s.close()
-		hunks := flagCommitHunks
-		if flagCommitPatch {
-			if hunks, err = chooseHunks(s, paths, "commit"); err != nil {
-				return err
-			}
-			if len(hunks) == 0 {
-				fmt.Println("nothing chosen, nothing committed")
-				return nil
-			}
-			paths = nil
+		hunks, paths, err := hunksToTake(s, paths, flagCommitHunks, flagCommitPatch, "commit")
+		if err != nil || paths == nil && hunks == nil {
+			return err
 		}
 		var prog *progress
 		var onProgress func(done, total int)

@@ -38,7 +38,7 @@ file. Prints the paths changed.`,
 		byHunk := flagDiscardPatch || len(flagDiscardHunks) > 0
 		switch {
 		case flagDiscardAll && (len(a) > 0 || byHunk):
-			return usagef("give PATHs, -p, --hunk or --all, only one of them")
+			return usagef("give either --all or what to discard (PATHs, -p, --hunk), not both")
 		case len(flagDiscardHunks) > 0 && (len(a) > 0 || flagDiscardPatch):
 			return usagef("give PATHs (with or without -p) or --hunk IDs, not both")
 		case !flagDiscardAll && !byHunk && len(a) == 0:
@@ -49,16 +49,9 @@ file. Prints the paths changed.`,
 			return err
 		}
 		defer s.close()
-		hunks := flagDiscardHunks
-		if flagDiscardPatch {
-			if hunks, err = chooseHunks(s, paths, "discard"); err != nil {
-				return err
-			}
-			if len(hunks) == 0 {
-				fmt.Println("nothing chosen, nothing discarded")
-				return nil
-			}
-			paths = nil
+		hunks, paths, err := hunksToTake(s, paths, flagDiscardHunks, flagDiscardPatch, "discard")
+		if err != nil || paths == nil && hunks == nil && !flagDiscardAll {
+			return err
 		}
 		dropped, err := s.Discard(control.DiscardParams{Draft: s.cfg.draft, Paths: paths, Hunks: hunks, All: flagDiscardAll})
 		if err != nil {

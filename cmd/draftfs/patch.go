@@ -27,6 +27,24 @@ func errNoTerminal(cmd string) error {
 	return fmt.Errorf("%s -p asks about each hunk on a terminal, and stdin or stdout is not one: list the hunks with `draftfs diff --json` and give their ids to `draftfs %s --hunk ID`", cmd, cmd)
 }
 
+// hunksToTake returns what a commit or discard (verb) takes: the hunks
+// given, or with ask (-p) those chosen on the terminal among the changes
+// below paths, and the paths, which -p consumes. Both are nil when the
+// user chose nothing; it said so.
+func hunksToTake(s *session, paths, given []string, ask bool, verb string) (hunks, rest []string, err error) {
+	if !ask {
+		if paths == nil {
+			paths = []string{}
+		}
+		return given, paths, nil
+	}
+	if hunks, err = chooseHunks(s, paths, verb); err != nil || len(hunks) > 0 {
+		return hunks, []string{}, err
+	}
+	fmt.Printf("nothing chosen, nothing to %s\n", verb)
+	return nil, nil, nil
+}
+
 // chooseHunks shows the draft's hunks below paths one by one on the
 // terminal and returns the IDs of those the user takes for verb
 // ("commit", "discard"), as `git add -p` does.

@@ -150,31 +150,32 @@ func (cn *conn) status(_ context.Context, req *jsonrpc2.Request) (any, error) {
 }
 
 func (cn *conn) diff(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	diffs, _, err := cn.diffsOf(req)
+	return diffs, err
+}
+
+// diffsOf answers draft/diff, and gives draft/hunks what it lists.
+func (cn *conn) diffsOf(req *jsonrpc2.Request) ([]overlay.FileDiff, PathsParams, error) {
 	var p PathsParams
 	if err := decode(req, &p); err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	d, keys, err := cn.pathsOf(req)
 	if err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored})
 	if diffs == nil && err == nil {
 		diffs = []overlay.FileDiff{}
 	}
-	return diffs, err
+	return diffs, p, err
 }
 
 func (cn *conn) hunks(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p PathsParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	d, keys, err := cn.pathsOf(req)
+	diffs, p, err := cn.diffsOf(req)
 	if err != nil {
 		return nil, err
 	}
-	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored})
 	out := make([]FileHunks, 0, len(diffs))
 	for _, fd := range diffs {
 		if fd.Ignored && !p.Ignored {
@@ -182,7 +183,7 @@ func (cn *conn) hunks(_ context.Context, req *jsonrpc2.Request) (any, error) {
 		}
 		out = append(out, FileHunks{Path: fd.Path, From: fd.From, Change: fd.Change, Merged: fd.Merged, Hunks: fd.Hunks})
 	}
-	return out, err
+	return out, nil
 }
 
 func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {

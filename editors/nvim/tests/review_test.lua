@@ -109,6 +109,56 @@ T.case(':DraftDiff shows the draft beside the buffer', function()
   ended()
 end)
 
+T.case(':DraftDiff keeps one hunk and rejects another', function()
+  local base = {}
+  for i = 1, 20 do
+    base[#base + 1] = tostring(i)
+  end
+  local buf, path = edit('hunks.txt', table.concat(base, '\n') .. '\n')
+  local agent = vim.deepcopy(base)
+  agent[2], agent[18] = 'two', 'eighteen'
+  T.agent_write(probe, path, table.concat(agent, '\n') .. '\n')
+  vim.cmd('DraftDiff')
+  T.wait('the diff split', function()
+    return #api.nvim_tabpage_list_wins(0) == 2
+  end)
+  local scratch = api.nvim_get_current_buf()
+  T.ok(scratch ~= buf, 'the draft is in a buffer of its own')
+  -- Keep line 2, from the draft's window, with the key.
+  api.nvim_win_set_cursor(0, { 2, 0 })
+  api.nvim_feedkeys('\\k', 'mx', false)
+  local kept = vim.deepcopy(base)
+  kept[2] = 'two'
+  T.wait('line 2 committed to disk', function()
+    return T.read_file(path) == table.concat(kept, '\n') .. '\n'
+  end)
+  T.wait('the buffer read again from disk', function()
+    return lines(buf)[2] == 'two'
+  end)
+  local st = status()
+  T.eq(1, #st, 'changes left in the draft')
+  -- Reject line 18, from the user's window.
+  vim.cmd('wincmd p')
+  T.eq(buf, api.nvim_get_current_buf(), "the user's window")
+  api.nvim_win_set_cursor(0, { 18, 0 })
+  api.nvim_feedkeys('\\r', 'mx', false)
+  ended()
+  T.eq(table.concat(kept, '\n') .. '\n', T.read_file(path), 'the disk after the rejection')
+  T.wait("the draft's window shows what is left", function()
+    local l = lines(scratch)
+    return l[2] == 'two' and l[18] == '18'
+  end)
+  vim.cmd('wincmd p')
+  vim.cmd('close')
+  -- Undo puts the kept hunk back in the draft.
+  vim.cmd('DraftUndo')
+  T.wait('the undo', function()
+    return T.read_file(path) == table.concat(base, '\n') .. '\n'
+  end)
+  probe:call('draft/discard', { all = true })
+  ended()
+end)
+
 T.case(':DraftStatus lists the changes in the quickfix list', function()
   T.agent_write(probe, ws .. '/st-new.txt', 'new\n')
   T.write_file(ws .. '/st-old.txt', 'old\n')

@@ -40,6 +40,9 @@ M.defaults = {
   notify_delay_ms = 100,
   -- Buffers larger than this are not sent: agents see the file on disk.
   max_bytes = 32 * 1024 * 1024,
+  -- Keys of a :DraftDiff split that commit (keep) or discard (reject)
+  -- the hunk under the cursor; false: no key.
+  hunk_keys = { keep = '<localleader>k', reject = '<localleader>r' },
 }
 
 local function validate(cfg)
@@ -55,6 +58,7 @@ local function validate(cfg)
     notify = { cfg.notify, 'boolean' },
     notify_delay_ms = { cfg.notify_delay_ms, 'number' },
     max_bytes = { cfg.max_bytes, 'number' },
+    hunk_keys = { cfg.hunk_keys, 'table' },
   })
 end
 
@@ -74,6 +78,12 @@ local function commands()
   cmd('DraftDiscard', function(a)
     review.discard(a.fargs, a.bang)
   end, { nargs = '*', bang = true, complete = 'file', desc = 'draftfs: drop draft changes (! all of them)' })
+  cmd('DraftKeepHunk', function()
+    review.hunk(true)
+  end, { nargs = 0, desc = 'draftfs: commit the hunk under the cursor of a :DraftDiff split' })
+  cmd('DraftRejectHunk', function()
+    review.hunk(false)
+  end, { nargs = 0, desc = 'draftfs: discard the hunk under the cursor of a :DraftDiff split' })
   cmd('DraftUndo', function()
     review.undo()
   end, { nargs = 0, desc = 'draftfs: revert the last commit' })

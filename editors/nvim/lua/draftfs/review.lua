@@ -275,6 +275,34 @@ local function split(body, buf)
   return lines
 end
 
+-- diffs holds the :DraftDiff splits open, by buffer (the draft's and
+-- the user's): {c, path, user = buf, draft = buf}.
+local diffs = {}
+
+-- map_hunk_keys maps the keys that keep and reject the hunk under the
+-- cursor in buf, one of a :DraftDiff split's buffers.
+local function map_hunk_keys(buf)
+  local keys = cfg.hunk_keys or {}
+  if keys.keep then
+    vim.keymap.set('n', keys.keep, function()
+      M.hunk(true)
+    end, { buffer = buf, desc = 'draftfs: commit the hunk under the cursor' })
+  end
+  if keys.reject then
+    vim.keymap.set('n', keys.reject, function()
+      M.hunk(false)
+    end, { buffer = buf, desc = 'draftfs: discard the hunk under the cursor' })
+  end
+end
+
+local function unmap_hunk_keys(buf)
+  for _, key in pairs(cfg.hunk_keys or {}) do
+    if key then
+      pcall(vim.keymap.del, 'n', key, { buffer = buf })
+    end
+  end
+end
+
 local function show_diff(c, path, body)
   local orig_win = api.nvim_get_current_win()
   local orig_buf = api.nvim_get_current_buf()
@@ -295,10 +323,21 @@ local function show_diff(c, path, body)
   api.nvim_win_call(orig_win, function()
     vim.cmd('diffthis')
   end)
+  local d = { c = c, path = path, user = orig_buf, draft = scratch }
+  diffs[scratch], diffs[orig_buf] = d, d
+  map_hunk_keys(scratch)
+  map_hunk_keys(orig_buf)
   api.nvim_create_autocmd('BufWipeout', {
     buffer = scratch,
     once = true,
     callback = function()
+      diffs[scratch] = nil
+      if diffs[orig_buf] == d then
+        diffs[orig_buf] = nil
+        if api.nvim_buf_is_valid(orig_buf) then
+          unmap_hunk_keys(orig_buf)
+        end
+      end
       if api.nvim_win_is_valid(orig_win) then
         api.nvim_win_call(orig_win, function()
           vim.cmd('diffoff')
@@ -306,6 +345,91 @@ local function show_diff(c, path, body)
       end
     end,
   })
+end
+
+-- refresh_diff shows the draft's version again in a :DraftDiff split.
+local function refresh_diff(d)
+  d.c:request('draft/read', { path = d.path }, function(err, res)
+    if err or not api.nvim_buf_is_valid(d.draft) or res.binary then
+      return
+    end
+    vim.bo[d.draft].modifiable = true
+    api.nvim_buf_set_lines(d.draft, 0, -1, false, split(res.text or '', d.user))
+    vim.bo[d.draft].modifiable = false
+    for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+      local b = api.nvim_win_get_buf(win)
+      if b == d.draft or b == d.user then
+        api.nvim_win_call(win, function()
+          vim.cmd('diffupdate')
+        end)
+      end
+    end
+  end)
+end
+
+-- covers reports whether line is in the lines start, count of a hunk's
+-- side; a side with no lines is where the other side's go, before start.
+local function covers(line, start, count)
+  if count > 0 then
+    return line >= start and line < start + count
+  end
+  return line == start or line == start - 1
+end
+
+-- hunk_at finds the smallest hunk of the draft/hunks answer files at
+-- line of one side ('old': the user's text, 'new': the draft's).
+local function hunk_at(files, line, side)
+  for _, f in ipairs(files or {}) do
+    for _, h in ipairs(f.hunks or {}) do
+      local units = (h.parts and #h.parts > 0) and h.parts or { h }
+      for _, u in ipairs(units) do
+        if u.whole then
+          return u
+        end
+        local start = (side == 'old' and u.oldStart or u.newStart) or 0
+        local count = (side == 'old' and u.oldLines or u.newLines) or 0
+        if covers(line, start, count) then
+          return u
+        end
+      end
+    end
+  end
+end
+
+-- :DraftKeepHunk / :DraftRejectHunk, and their keys in a :DraftDiff
+-- split: commit (keep) or discard (reject) the hunk under the cursor,
+-- then show the diff again.
+function M.hunk(keep)
+  local d = diffs[api.nvim_get_current_buf()]
+  if not d then
+    warn('not in a :DraftDiff split: open one with :DraftDiff')
+    return
+  end
+  local line = api.nvim_win_get_cursor(0)[1]
+  local side = api.nvim_get_current_buf() == d.draft and 'new' or 'old'
+  local c = d.c
+  before_review(c, function()
+    c:request('draft/hunks', { paths = { d.path } }, function(err, files)
+      if err then
+        warn(err_msg(err))
+        return
+      end
+      local h = hunk_at(files, line, side)
+      if not h then
+        warn(('no change of the draft at line %d'):format(line))
+        return
+      end
+      local method = keep and 'draft/commit' or 'draft/discard'
+      c:request(method, { hunks = { h.id } }, function(err2)
+        if err2 then
+          vim.notify('draftfs: ' .. err_msg(err2), vim.log.levels.ERROR)
+          return
+        end
+        info(('%s the hunk at line %d'):format(keep and 'committed' or 'discarded', line))
+        refresh_diff(d)
+      end)
+    end)
+  end)
 end
 
 -- :DraftDiff [path]: a diff split of the buffer and the draft's version.
