@@ -40,6 +40,18 @@ func (r rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, ou
 	return st
 }
 
+// SetAttr implements fuse.RawFileSystem. go-fuse leaves the reply's
+// attribute timeout at 0, after which the kernel would ask again for
+// attributes it was just given (tar's stat after its chmod): the reply
+// is cached like a GETATTR's.
+func (r rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	st := r.RawFileSystem.SetAttr(cancel, in, out)
+	if st == fuse.OK && out.Timeout() == 0 {
+		out.SetTimeout(cacheTimeout)
+	}
+	return st
+}
+
 // Write implements fuse.RawFileSystem.
 func (r rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
 	defer r.s.markKill(cancel, in)()

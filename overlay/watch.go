@@ -29,10 +29,32 @@ func newWatcher(w *Workspace) (*watcher, error) {
 		return nil, err
 	}
 	x := &watcher{w: w, fw: fw, done: make(chan struct{})}
-	x.addTree(w.root)
-	x.wg.Add(1)
+	x.wg.Add(2)
 	go x.run()
+	go x.watchAll()
 	return x, nil
+}
+
+// watchAllHook, when set (tests), runs before the first walk.
+var watchAllHook func()
+
+// watchAll watches the whole workspace. It runs beside serving, so that
+// opening a workspace does not wait for a walk of every directory (a
+// 100,000-file tree took half a second). A change made on disk before
+// its directory is watched has no event of its own; the overflow
+// published once every directory is watched makes subscribers drop
+// everything they cached meanwhile, as for an inotify overflow.
+func (x *watcher) watchAll() {
+	defer x.wg.Done()
+	if watchAllHook != nil {
+		watchAllHook()
+	}
+	x.addTree(x.w.root)
+	select {
+	case <-x.done:
+	default:
+		x.w.feed.publish(Change{Kind: ChangeDisk, Source: SourceDisk, Overflow: true})
+	}
 }
 
 // addTree watches dir and every directory below it. Directories that
@@ -42,6 +64,11 @@ func (x *watcher) addTree(dir string) {
 	filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
+		}
+		select {
+		case <-x.done: // closing: stop walking
+			return filepath.SkipAll
+		default:
 		}
 		if de.IsDir() {
 			if x.fw.Add(p) != nil {
