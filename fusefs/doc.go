@@ -103,7 +103,7 @@
 //
 // # Errors
 //
-// Engine errors are *fs.PathError around a syscall.Errno; [errnoOf] maps
+// Engine errors are *fs.PathError around a syscall.Errno; [overlay.ErrnoOf] maps
 // them (and io/fs sentinels) to the errno the kernel gets. Anything else
 // is logged and reported as EIO.
 //

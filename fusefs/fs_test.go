@@ -39,9 +39,9 @@ func TestErrnoOf(t *testing.T) {
 		{fmt.Errorf("x: %w", fs.ErrClosed), syscall.EBADF, true},
 		{errors.New("disk on fire"), syscall.EIO, false},
 	} {
-		got, ok := errnoOf(c.err)
+		got, ok := overlay.ErrnoOf(c.err)
 		if got != c.want || ok != c.ok {
-			t.Errorf("errnoOf(%v) = %v, %v; want %v, %v", c.err, got, ok, c.want, c.ok)
+			t.Errorf("ErrnoOf(%v) = %v, %v; want %v, %v", c.err, got, ok, c.want, c.ok)
 		}
 	}
 }

@@ -162,18 +162,10 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 // statusOf reports chosen entries as Status does. Must be called with
 // d.mu held.
 func (d *Draft) statusOf(chosen map[string]*entry) ([]StatusEntry, error) {
-	out := []StatusEntry{}
-	for _, it := range d.changesLocked() {
-		if _, ok := chosen[it.key]; !ok {
-			continue
-		}
-		s, err := d.statusEntry(it)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return d.statusEntries(d.changesLocked(), func(it item) bool {
+		_, ok := chosen[it.key]
+		return ok
+	})
 }
 
 // undoDir is where a commit keeps what undo needs.

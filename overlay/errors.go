@@ -36,24 +36,33 @@ func pathErr(op, path string, errno syscall.Errno) error {
 // front end must report it: the wrapped errno when there is one, else the
 // one matching an io/fs sentinel, else EIO.
 func Errno(err error) syscall.Errno {
+	e, _ := ErrnoOf(err)
+	return e
+}
+
+// ErrnoOf is [Errno] that also reports whether the error said anything
+// more precise than EIO, so that a front end can log the ones that did
+// not. It is the one errno mapping of the engine's errors: fusefs answers
+// the kernel with it, the protocols derive their codes from it.
+func ErrnoOf(err error) (syscall.Errno, bool) {
 	if err == nil {
-		return 0
+		return 0, true
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		return errno
+		return errno, true
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return syscall.ENOENT
+		return syscall.ENOENT, true
 	case errors.Is(err, fs.ErrExist):
-		return syscall.EEXIST
+		return syscall.EEXIST, true
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, ErrOutside):
-		return syscall.EACCES
+		return syscall.EACCES, true
 	case errors.Is(err, fs.ErrInvalid):
-		return syscall.EINVAL
+		return syscall.EINVAL, true
 	case errors.Is(err, fs.ErrClosed):
-		return syscall.EBADF
+		return syscall.EBADF, true
 	}
-	return syscall.EIO
+	return syscall.EIO, false
 }

@@ -22,23 +22,14 @@ func (f *Fs) Remove(name string) error {
 }
 
 // Unlink removes a non-directory (unlink(2)).
-func (f *Fs) Unlink(name string) error {
-	key := clean(name)
-	d := f.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fi, err := d.lstatLocked(key)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		return pathErr("unlink", key, syscall.EISDIR)
-	}
-	return d.removeLocked(key, true, f.src)
-}
+func (f *Fs) Unlink(name string) error { return f.removeKind(name, "unlink", false) }
 
 // Rmdir removes an empty directory (rmdir(2)).
-func (f *Fs) Rmdir(name string) error {
+func (f *Fs) Rmdir(name string) error { return f.removeKind(name, "rmdir", true) }
+
+// removeKind removes name if it is a directory exactly when dir is set;
+// otherwise op fails with EISDIR or ENOTDIR, as unlink(2) and rmdir(2) do.
+func (f *Fs) removeKind(name, op string, dir bool) error {
 	key := clean(name)
 	d := f.d
 	d.mu.Lock()
@@ -47,8 +38,12 @@ func (f *Fs) Rmdir(name string) error {
 	if err != nil {
 		return err
 	}
-	if !fi.IsDir() {
-		return pathErr("rmdir", key, syscall.ENOTDIR)
+	if fi.IsDir() != dir {
+		errno := syscall.EISDIR
+		if dir {
+			errno = syscall.ENOTDIR
+		}
+		return pathErr(op, key, errno)
 	}
 	return d.removeLocked(key, true, f.src)
 }

@@ -74,7 +74,7 @@ func (w *Workspace) Rel(p string) (string, error) {
 	if path.IsAbs(p) {
 		root := filepath.ToSlash(w.root)
 		c := path.Clean(p)
-		if c != root && !strings.HasPrefix(c, strings.TrimSuffix(root, "/")+"/") {
+		if !beneath.Within(c, root) {
 			return "", fmt.Errorf("overlay: %q is not inside the workspace %s: %w", p, w.root, ErrOutside)
 		}
 		return strings.TrimPrefix(strings.TrimPrefix(c, root), "/"), nil

@@ -167,9 +167,19 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 		keys = nil
 	}
 	items, _ := d.changes()
+	out, err := d.statusEntries(items, func(it item) bool { return it.selected(keys) })
+	if err != nil {
+		return nil, err
+	}
+	d.markIgnored(out)
+	return out, nil
+}
+
+// statusEntries reports the items keep accepts, in order.
+func (d *Draft) statusEntries(items []item, keep func(item) bool) ([]StatusEntry, error) {
 	out := []StatusEntry{}
 	for _, it := range items {
-		if !it.selected(keys) {
+		if !keep(it) {
 			continue
 		}
 		s, err := d.statusEntry(it)
@@ -178,7 +188,6 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 		}
 		out = append(out, s)
 	}
-	d.markIgnored(out)
 	return out, nil
 }
 

@@ -135,9 +135,7 @@ func (f *Fs) changeXattr(key, attr string, change func(map[string][]byte) error)
 		m[k] = v
 	}
 	if err := change(m); err != nil {
-		var errno syscall.Errno
-		errors.As(err, &errno)
-		return pathErr("setxattr", key, errno)
+		return pathErr("setxattr", key, Errno(err))
 	}
 	n.Xattr = m
 	d.inodeChanged(ino, &n, time.Now().UnixNano())
@@ -171,7 +169,7 @@ func (d *Draft) lowerXattrs(key, lower string) (map[string][]byte, error) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, pathErr("listxattr", key, errnoOf(err))
+		return nil, pathErr("listxattr", key, Errno(err))
 	}
 	for _, a := range strings.Split(string(buf[:n]), "\x00") {
 		if !strings.HasPrefix(a, xattrUser) {
@@ -187,12 +185,4 @@ func (d *Draft) lowerXattrs(key, lower string) (map[string][]byte, error) {
 		}
 	}
 	return out, nil
-}
-
-func errnoOf(err error) syscall.Errno {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno
-	}
-	return syscall.EIO
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+
+	"github.com/draftfs/draftfs/protocol/internal/lines"
 )
 
 // referenceLines splits data as the ACP TypeScript SDK does: at "\n",
@@ -33,12 +35,12 @@ func referenceLines(data []byte, max int) [][]byte {
 }
 
 func readAll(t testing.TB, r io.Reader, max int) [][]byte {
-	lr := newLineReader(r, max)
+	lr := lines.NewReader(r, max)
 	var out [][]byte
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		switch {
-		case errors.Is(err, errTooLong):
+		case errors.Is(err, lines.ErrTooLong):
 			out = append(out, nil)
 			continue
 		case errors.Is(err, io.EOF):

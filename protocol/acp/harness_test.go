@@ -15,6 +15,7 @@ import (
 
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/agent"
+	"github.com/draftfs/draftfs/protocol/internal/lines"
 )
 
 // With DRAFTFS_ACP_RELAY set, the test binary is an agent that relays
@@ -124,9 +125,9 @@ func newPeer(t testing.TB, name string, r io.Reader, w io.WriteCloser) *peer {
 	p := &peer{t: t, name: name, w: w, lines: make(chan []byte, 64)}
 	go func() {
 		defer close(p.lines)
-		lr := newLineReader(r, 2*MaxMessage)
+		lr := lines.NewReader(r, 2*MaxMessage)
 		for {
-			line, err := lr.next()
+			line, err := lr.Next()
 			if err != nil {
 				return
 			}

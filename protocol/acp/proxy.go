@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/draftfs/draftfs/protocol/internal/lines"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -104,10 +105,10 @@ func (p *proxy) readAgent(r io.Reader) { p.read(r, p.agent, p.fromAgent) }
 // read hands each line of r to handle; a line that is too long, or not
 // JSON, is answered on back (its sender) and skipped.
 func (p *proxy) read(r io.Reader, back *lineWriter, handle func([]byte, *message)) {
-	lr := newLineReader(r, MaxMessage)
+	lr := lines.NewReader(r, MaxMessage)
 	for {
-		line, err := lr.next()
-		if errors.Is(err, errTooLong) {
+		line, err := lr.Next()
+		if errors.Is(err, lines.ErrTooLong) {
 			back.write(errorLine(nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidRequest,
 				Message: fmt.Sprintf("Invalid request: a message over %d MiB was skipped", MaxMessage>>20)}))
 			continue

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/draftfs/draftfs/protocol/internal/lines"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -33,24 +33,20 @@ const maxClientMessage = 1 << 31
 // on, so a client's mistake never costs it the connection.
 type stream struct {
 	conn   io.ReadWriteCloser
-	r      *bufio.Reader
 	max    int  // read only
 	answer bool // read only
 	// writeTimeout, when set, bounds each write: a peer that does not
 	// take a message in that time is gone (set before use, read only).
 	writeTimeout time.Duration
 
-	buf  []byte // reused line buffer; only ReadObject touches it
-	head []byte // the start of the last line that was too long
+	lines *lines.Reader // only ReadObject touches it
 
 	wmu sync.Mutex // serialises writes: jsonrpc2 and rejections
 }
 
 func newStream(conn io.ReadWriteCloser, max int, answer bool) *stream {
-	return &stream{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), max: max, answer: answer}
+	return &stream{conn: conn, lines: lines.NewReader(conn, max), max: max, answer: answer}
 }
-
-var errTooLong = errors.New("message too long")
 
 // size spells a byte count for people.
 func size(n int) string {
@@ -63,13 +59,13 @@ func size(n int) string {
 // ReadObject implements jsonrpc2.ObjectStream.
 func (s *stream) ReadObject(v any) error {
 	for {
-		line, err := s.readLine()
-		if errors.Is(err, errTooLong) {
+		line, err := s.lines.Next()
+		if errors.Is(err, lines.ErrTooLong) {
 			err = fmt.Errorf("invalid request: the message is over the limit of %s: send large texts in pieces (buffer/didChange ranges)", size(s.max))
 			if !s.answer {
 				return err
 			}
-			s.reject(idInHead(s.head), jsonrpc2.CodeInvalidRequest, err.Error())
+			s.reject(idInHead(s.lines.Head()), jsonrpc2.CodeInvalidRequest, err.Error())
 			continue
 		}
 		if err != nil {
@@ -93,42 +89,7 @@ func (s *stream) ReadObject(v any) error {
 			s.reject(idOf(line), jsonrpc2.CodeInvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error())
 			continue
 		}
-		if cap(s.buf) > 1<<20 {
-			s.buf = nil // do not keep a huge message's buffer for the connection's life
-		}
 		return nil
-	}
-}
-
-// readLine returns the next line without its newline, or errTooLong
-// after skipping a line over s.max bytes. A last line without a newline
-// counts.
-func (s *stream) readLine() ([]byte, error) {
-	s.buf = s.buf[:0]
-	tooLong := false
-	for {
-		chunk, err := s.r.ReadSlice('\n')
-		if !tooLong {
-			if len(s.buf)+len(chunk) > s.max+1 {
-				s.head = append(s.head[:0], s.buf[:min(len(s.buf), headSize)]...)
-				s.head = append(s.head, chunk[:min(len(chunk), headSize-len(s.head))]...)
-				tooLong, s.buf = true, nil
-			} else {
-				s.buf = append(s.buf, chunk...)
-			}
-		}
-		switch {
-		case err == nil:
-			if tooLong {
-				return nil, errTooLong
-			}
-			return s.buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(s.buf) > 0 && !tooLong:
-			return s.buf, nil
-		}
-		return nil, err
 	}
 }
 
@@ -270,10 +231,6 @@ func validID(raw json.RawMessage) bool {
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	return err == nil && n >= 0
 }
-
-// headSize is how much of a message that is too long is kept to find
-// its id.
-const headSize = 64 << 10
 
 // idInHead finds the id of a message from its start alone: a top-level
 // "id" member that comes before anything too long to fit (encoders that
