@@ -29,8 +29,10 @@
 //
 // There are none: the first OPEN is answered ENOSYS, after which the
 // kernel opens files itself (FUSE's no_open) and keeps their pages
-// across opens; FLUSH is declined the same way. So opening, reading a
-// cached file and closing it cost no round trip. Reads, writes, fsync,
+// across opens; FLUSH is declined the same way, and so is CREATE: the
+// kernel then makes a new file with MKNOD and opens it itself, so that
+// closing it costs no RELEASE. So opening, reading a cached file and
+// closing it cost no round trip. Reads, writes, fsync,
 // lseek and fallocate come by node and are served by an engine handle
 // opened by the node's path for that request alone (the kernel never
 // says when a file is closed, and a handle left open for writing would
@@ -54,7 +56,7 @@
 //
 // # Passthrough mode
 //
-// With [Options].Passthrough the kernel asks for every open, and a file
+// With [Options].Passthrough the kernel asks for every open and create, and a file
 // opened read-only whose content is an OS file (a file untouched on disk,
 // a draft file) is read by the kernel straight from it (FUSE passthrough,
 // Linux 6.9+, CAP_SYS_ADMIN): cold reads run at disk speed, at the price

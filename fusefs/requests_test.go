@@ -3,6 +3,9 @@
 package fusefs
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,5 +44,57 @@ func TestSetattrRepliesAreCached(t *testing.T) {
 	}
 	if n := log.count(getattr); n != 0 {
 		t.Errorf("stat after chmod sent %d GETATTR requests, want none", n)
+	}
+}
+
+// TestCreateCostsNoRelease: in the default mode a file created and
+// closed costs the server no CREATE and no RELEASE (once the first
+// CREATE was declined, the kernel creates files with MKNOD and opens
+// them itself), and O_CREAT keeps its meaning: a file created read-only
+// is still opened for writing by its creator, O_EXCL still refuses.
+func TestCreateCostsNoRelease(t *testing.T) {
+	if passthroughAll {
+		t.Skip("DRAFTFS_TEST_PASSTHROUGH=1: passthrough mode serves CREATE")
+	}
+	var log requestLog
+	m := testMount(t, mountOptions{logf: log.logf})
+	create := func(name string) {
+		t.Helper()
+		p := filepath.Join(m.mnt, name)
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("x\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mustRead(t, p, "x\n")
+		if _, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("O_EXCL over %s: %v, want EEXIST", p, err)
+		}
+	}
+	create("first") // its CREATE and OPEN are declined
+	settle(t, m)
+	time.Sleep(100 * time.Millisecond) // a RELEASE comes after close returns
+	log.count(regexp.MustCompile(`^`))
+	for i := range 3 {
+		create(fmt.Sprintf("f%d", i))
+	}
+	settle(t, m)
+	time.Sleep(100 * time.Millisecond)
+	counts := map[string]int{}
+	op := regexp.MustCompile(`rx \d+: ([A-Z_]+) `)
+	log.mu.Lock()
+	for _, l := range log.lines {
+		if m := op.FindStringSubmatch(l); m != nil {
+			counts[m[1]]++
+		}
+	}
+	log.mu.Unlock()
+	if counts["CREATE"] != 0 || counts["RELEASE"] != 0 || counts["OPEN"] != 0 || counts["MKNOD"] != 3 {
+		t.Errorf("requests for 3 files created, written and closed: %v; want 3 MKNOD and no CREATE, OPEN or RELEASE", counts)
 	}
 }
