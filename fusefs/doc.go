@@ -113,8 +113,18 @@
 //
 // node.ioMu protects a node's pinned handle: I/O holds it shared,
 // pinning and unpinning exclusively; it is never held across a kernel
-// notification. node.ioStateMu protects a node's counts of open files in
-// passthrough mode, and is held while registering or closing its backing
-// file (an ioctl on the FUSE device, not a notification). Server.mu protects the generation, node and pinned-node
-// tables; go-fuse's own Inode locks are taken inside it.
+// notification, and a goroutine holds one node's at a time (a private
+// copy reaches the twins one after the other). Server.privateMu
+// serialises making private copies of pinned files. node.ioStateMu
+// protects a node's counts of open files in passthrough mode, and is held
+// while registering or closing its backing file (an ioctl on the FUSE
+// device, not a notification). Server.mu protects the generation, node,
+// twin and pinned-node tables. go-fuse's Inode.mu is taken inside all of
+// them, by its own methods (GetChild, NewInode, Parent).
+//
+// Lock order, outermost first: Server.privateMu, node.ioMu,
+// node.ioStateMu, Server.mu, Inode.mu. The engine's locks (see package
+// overlay) are taken inside node.ioMu and never around a call into this
+// package. Which node go-fuse dropped comes from OnForget (node.forgotten),
+// not from the deprecated Inode.Forgotten.
 package fusefs

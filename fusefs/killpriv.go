@@ -73,15 +73,15 @@ func inGroupOrRoot(caller *fuse.Caller, gid uint32) bool {
 // (a WRITE reply carries no attributes).
 func (n *node) killPrivAfterWrite(ctx context.Context) syscall.Errno {
 	key, ok := n.key()
-	c, _ := ctx.(*fuse.Context)
-	if !ok || c == nil {
+	c, known := fuse.FromContext(ctx)
+	if !ok || !known {
 		return 0 // unlinked: nobody can execute it by name any more
 	}
 	fi, err := n.srv.fsys.Lstat(key)
 	if err != nil {
 		return n.srv.errno("write", err)
 	}
-	mode, kill := killPriv(fi, &c.Caller)
+	mode, kill := killPriv(fi, c)
 	if !kill {
 		return 0
 	}

@@ -47,6 +47,9 @@ type node struct {
 	// lastKey is the path a lookup or a rename last gave the node: where
 	// to look for its object once the kernel forgot it (see named).
 	lastKey atomic.Pointer[string]
+	// forgotten: go-fuse dropped the node (OnForget); it never comes
+	// back, a later lookup makes a new node.
+	forgotten atomic.Bool
 
 	ioStateMu sync.Mutex
 	io        ioState // passthrough mode: the node's open files
@@ -83,7 +86,7 @@ func (n *node) named() (*node, string, bool) {
 	}
 	var last *node
 	for hops, m := 0, n.next.Load(); m != nil && hops < maxHops; hops, m = hops+1, m.next.Load() {
-		if m.Forgotten() {
+		if m.forgotten.Load() {
 			// go-fuse may have made a new node of the same identity
 			// since, which no lookup linked from m.
 			if k := n.srv.live(m.StableAttr()); k != nil {
@@ -110,7 +113,7 @@ func (n *node) named() (*node, string, bool) {
 func (s *Server) live(sa gofs.StableAttr) *node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k := s.byIno[sa.Ino]; k != nil && k.StableAttr() == sa && !k.Forgotten() {
+	if k := s.byIno[sa.Ino]; k != nil && k.StableAttr() == sa && !k.forgotten.Load() {
 		return k
 	}
 	return nil
@@ -375,7 +378,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	}
 	known := s.byIno[ino]
 	s.mu.Unlock()
-	if known != nil && !known.Forgotten() && known.StableAttr().Gen == s.gen(ino) {
+	if known != nil && !known.forgotten.Load() && known.StableAttr().Gen == s.gen(ino) {
 		kkey, ok := known.key()
 		switch {
 		case !ok && known.holdsPin():
@@ -400,7 +403,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 		old.Operations().(*node).next.Store(n)
 	}
 	s.mu.Lock()
-	if k := s.byIno[ino]; k == nil || k.Forgotten() || k.StableAttr().Gen != sa.Gen {
+	if k := s.byIno[ino]; k == nil || k.forgotten.Load() || k.StableAttr().Gen != sa.Gen {
 		s.setKnown(ino, n)
 	}
 	s.mu.Unlock()
@@ -413,7 +416,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 func (s *Server) claim(n *node) {
 	sa := n.StableAttr()
 	s.mu.Lock()
-	if k := s.byIno[sa.Ino]; k != n && (k == nil || k.StableAttr().Gen <= sa.Gen || k.Forgotten()) {
+	if k := s.byIno[sa.Ino]; k != n && (k == nil || k.StableAttr().Gen <= sa.Gen || k.forgotten.Load()) {
 		s.setKnown(sa.Ino, n)
 	}
 	s.mu.Unlock()
@@ -425,7 +428,7 @@ func (s *Server) claim(n *node) {
 // pin: its object has no name, and the number may be another's by now.
 // s.mu is held.
 func (s *Server) setKnown(ino uint64, n *node) {
-	if k := s.byIno[ino]; k != nil && k != n && !k.Forgotten() && !s.holds(k) && !slices.Contains(s.twins[ino], k) {
+	if k := s.byIno[ino]; k != nil && k != n && !k.forgotten.Load() && !s.holds(k) && !slices.Contains(s.twins[ino], k) {
 		s.twins[ino] = append(s.twins[ino], k)
 	}
 	s.byIno[ino] = n
@@ -451,7 +454,7 @@ func (s *Server) twinsOf(n *node) []*node {
 	}
 	var out []*node
 	for _, m := range append(twins, s.byIno[ino]) {
-		if m != nil && m != n && !m.Forgotten() && !slices.Contains(out, m) {
+		if m != nil && m != n && !m.forgotten.Load() && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}
@@ -461,13 +464,14 @@ func (s *Server) twinsOf(n *node) []*node {
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
 // drops it. Its pinned handle goes with it.
 func (n *node) OnForget() {
+	n.forgotten.Store(true)
 	n.unpin(nil)
 	ino := n.StableAttr().Ino
 	n.srv.mu.Lock()
 	if n.srv.byIno[ino] == n {
 		delete(n.srv.byIno, ino)
 	}
-	if twins := slices.DeleteFunc(n.srv.twins[ino], func(m *node) bool { return m == n || m.Forgotten() }); len(twins) > 0 {
+	if twins := slices.DeleteFunc(n.srv.twins[ino], func(m *node) bool { return m == n || m.forgotten.Load() }); len(twins) > 0 {
 		n.srv.twins[ino] = twins
 	} else {
 		delete(n.srv.twins, ino)

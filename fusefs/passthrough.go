@@ -218,8 +218,8 @@ func (s *Server) retried(ctx context.Context, n *node) {
 
 // callerPid is the thread that made the request.
 func callerPid(ctx context.Context) uint32 {
-	if c, ok := ctx.(*fuse.Context); ok {
-		return c.Caller.Pid
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c.Pid
 	}
 	return 0
 }
@@ -242,13 +242,13 @@ func (h *openFile) released() {
 }
 
 // cancelOf is the request's cancel channel: it names the request while
-// it runs, linking a node's open to go-fuse's reply (see rawFS.opened).
-func cancelOf(ctx context.Context) <-chan struct{} {
-	if c, ok := ctx.(*fuse.Context); ok {
-		return c.Cancel
-	}
-	return nil
-}
+// it runs, linking a node's open to go-fuse's reply (see rawFS.opened),
+// which gets the same channel. go-fuse gives node methods no request
+// identity of their own: fuse.Context.Done returns the channel the raw
+// layer is handed. An InHeader.Unique in the context (or a BackingID an
+// fs.NodeOpener could return per open, where FilePassthroughFder keeps
+// one per node) would let this, and the opening and killing maps, go.
+func cancelOf(ctx context.Context) <-chan struct{} { return ctx.Done() }
 
 // opened completes the reply to an OPEN or CREATE that a node served in
 // passthrough mode, and keeps the file for its release.
