@@ -3,21 +3,22 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 )
 
-// message is the top level of one line as the proxy routes it. Its raw
-// fields alias the line; values the proxy does not rewrite are never
-// decoded, so what it forwards is the line as it came.
+// message is the top level of one line as the proxy routes it: an
+// envelope whose members stay raw JSON, so that what the proxy does not
+// rewrite is forwarded as it came.
 type message struct {
-	object    bool   // the line is a JSON object
-	id        []byte // raw; nil when absent
+	object    bool            // the line is a JSON object
+	id        json.RawMessage // nil when absent
 	hasMethod bool
-	method    string // "" when absent or not a string
-	params    []byte // raw; nil when absent
-	result    []byte // raw; nil when absent
-	err       []byte // raw; nil when absent
+	method    string          // "" when absent or not a string
+	params    json.RawMessage // nil when absent
+	result    json.RawMessage // nil when absent
+	err       json.RawMessage // nil when absent
 }
 
 func (m *message) isRequest() bool      { return m.hasMethod && m.id != nil }
@@ -26,30 +27,21 @@ func (m *message) isResponse() bool     { return !m.hasMethod && m.id != nil }
 
 // parseMessage splits a line into its top-level members. ok is false when
 // the line is not JSON at all (a parse error for its sender); valid JSON
-// that is not an object parses with object false.
+// that is not an object parses with object false. Members are matched by
+// exact name, and a later duplicate wins, as with JSON.parse (a struct
+// would match names regardless of case).
 func parseMessage(line []byte) (m message, ok bool) {
-	if !json.Valid(line) {
-		return m, false
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(line, &env); err != nil {
+		var te *json.UnmarshalTypeError
+		return m, errors.As(err, &te) // valid JSON, not an object
 	}
-	eachMember(line, func(key, val []byte) {
-		switch string(key) {
-		case "id":
-			m.id = val
-		case "method":
-			m.hasMethod = true
-			m.method = ""
-			if s, ok := jsonString(val); ok {
-				m.method = s
-			}
-		case "params":
-			m.params = val
-		case "result":
-			m.result = val
-		case "error":
-			m.err = val
-		}
-	})
 	m.object = firstByte(line) == '{'
+	m.id, m.params, m.result, m.err = env["id"], env["params"], env["result"], env["error"]
+	if method, ok := env["method"]; ok {
+		m.hasMethod = true
+		m.method, _ = jsonString(method)
+	}
 	return m, true
 }
 
@@ -61,34 +53,34 @@ func eachMember(v []byte, fn func(key, val []byte)) {
 	eachMemberAt(v, func(key []byte, start, end int) { fn(key, v[start:end]) })
 }
 
-// eachMemberAt is eachMember with the value's span in v.
+// eachMemberAt is eachMember with the value's span in v, which is what
+// setMember rewrites, leaving every other byte as it came.
 func eachMemberAt(v []byte, fn func(key []byte, start, end int)) {
-	i := skipSpace(v, 0)
-	if i >= len(v) || v[i] != '{' {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return
 	}
-	i = skipSpace(v, i+1)
-	for i < len(v) && v[i] == '"' {
-		end := skipString(v, i)
-		key := v[i:end]
-		i = skipSpace(v, end)
-		i = skipSpace(v, i+1) // ':'
-		vend := skipValue(v, i)
-		fn(decodeKey(key), i, vend)
-		i = skipSpace(v, vend)
-		if i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return
 		}
+		var val json.RawMessage
+		if dec.Decode(&val) != nil {
+			return
+		}
+		end := int(dec.InputOffset())
+		fn([]byte(k.(string)), end-len(val), end)
 	}
 }
 
 // member returns the raw value of the last member key of the object v.
 func member(v []byte, key string) (val []byte, ok bool) {
-	eachMember(v, func(k, x []byte) {
-		if string(k) == key {
-			val, ok = x, true
-		}
-	})
+	var env map[string]json.RawMessage
+	if json.Unmarshal(v, &env) != nil {
+		return nil, false
+	}
+	val, ok = env[key]
 	return val, ok
 }
 
@@ -97,10 +89,7 @@ func member(v []byte, key string) (val []byte, ok bool) {
 // everything else keeps its bytes and order.
 func setMember(v []byte, key string, val []byte) []byte {
 	var spans [][2]int // value spans to replace
-	base := 0
-	if i := skipSpace(v, 0); i < len(v) {
-		base = i
-	}
+	base := len(v) - len(bytes.TrimLeft(v, " \t\n\r"))
 	eachMemberAt(v, func(k []byte, start, end int) {
 		if string(k) == key {
 			spans = append(spans, [2]int{start, end})
@@ -131,19 +120,13 @@ func setMember(v []byte, key string, val []byte) []byte {
 // elements returns the raw elements of the JSON array v (valid JSON), nil
 // when v is not an array.
 func elements(v []byte) [][]byte {
-	i := skipSpace(v, 0)
-	if i >= len(v) || v[i] != '[' {
+	var els []json.RawMessage
+	if json.Unmarshal(v, &els) != nil || els == nil {
 		return nil
 	}
-	out := [][]byte{}
-	i = skipSpace(v, i+1)
-	for i < len(v) && v[i] != ']' {
-		end := skipValue(v, i)
-		out = append(out, v[i:end])
-		i = skipSpace(v, end)
-		if i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
-		}
+	out := make([][]byte, len(els))
+	for i, e := range els {
+		out[i] = e
 	}
 	return out
 }
@@ -151,8 +134,8 @@ func elements(v []byte) [][]byte {
 func isObject(v []byte) bool { return firstByte(v) == '{' }
 
 func firstByte(v []byte) byte {
-	if i := skipSpace(v, 0); i < len(v) {
-		return v[i]
+	if v = bytes.TrimLeft(v, " \t\n\r"); len(v) > 0 {
+		return v[0]
 	}
 	return 0
 }
@@ -174,14 +157,6 @@ func jsonString(v []byte) (string, bool) {
 	return s, true
 }
 
-func decodeKey(k []byte) []byte {
-	if bytes.IndexByte(k, '\\') < 0 {
-		return k[1 : len(k)-1]
-	}
-	s, _ := jsonString(k)
-	return []byte(s)
-}
-
 // idKey is the key under which a raw id is matched with its response:
 // peers may re-encode an id they echo (1.0 comes back as 1), so numbers
 // are compared by value and strings by their text.
@@ -200,69 +175,4 @@ func idKey(raw []byte) string {
 		return "n" + strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return "x" + t
-}
-
-func skipSpace(v []byte, i int) int {
-	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the JSON string starting at v[i].
-func skipString(v []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(v[j:], '"')
-		if k < 0 {
-			return len(v)
-		}
-		j += k
-		bs := 0
-		for b := j - 1; b > i && v[b] == '\\'; b-- {
-			bs++
-		}
-		j++
-		if bs%2 == 0 {
-			return j
-		}
-	}
-}
-
-// skipValue returns the index after the JSON value starting at v[i];
-// v must be valid JSON.
-func skipValue(v []byte, i int) int {
-	if i >= len(v) {
-		return i
-	}
-	switch v[i] {
-	case '"':
-		return skipString(v, i)
-	case '{', '[':
-		depth := 0
-		for i < len(v) {
-			switch v[i] {
-			case '"':
-				i = skipString(v, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(v) {
-		switch v[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
 }
