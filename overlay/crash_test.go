@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 		undoWorker()
 		return
 	}
+	if os.Getenv("DRAFTFS_REWIND_WORKER") != "" {
+		rewindWorker()
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -23,8 +23,9 @@ type Draft struct {
 	dir  string     // read only: the draft's state directory
 	// data is a descriptor of the data directory (O_PATH): data files
 	// are opened and stat'ed relative to it, without walking dir.
-	data int    // read only
-	st   *store // read only
+	data int       // read only
+	st   *store    // read only
+	tl   *timeline // read only
 
 	// commitMu serialises commit, discard and undo: they look at the disk
 	// and the draft as a whole.
@@ -87,7 +88,16 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 		d.closeData()
 		return nil, err
 	}
-	steps := []func() error{d.reload, d.recover, d.collectGarbage}
+	quiet := w.quiet
+	if quiet == 0 {
+		quiet = DefaultQuiet
+	}
+	if d.tl, err = openTimeline(d, quiet); err != nil {
+		d.st.close()
+		d.closeData()
+		return nil, err
+	}
+	steps := []func() error{d.reload, d.recover, d.recoverRewind, d.collectGarbage}
 	if w.readOnly {
 		// Finishing a commit and collecting garbage write: a read-only
 		// open shows the draft as it is.
@@ -99,6 +109,9 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 			d.closeData()
 			return nil, err
 		}
+	}
+	if !w.readOnly {
+		d.tl.watch()
 	}
 	return d, nil
 }
@@ -170,6 +183,7 @@ func (d *Draft) collectGarbage() error {
 }
 
 func (d *Draft) close() error {
+	d.tl.close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

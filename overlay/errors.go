@@ -24,6 +24,8 @@ var (
 	// ErrNoHunk: a hunk ID names no hunk of the draft's diff now: the
 	// draft or the user's file changed since it was listed.
 	ErrNoHunk = errors.New("no such hunk")
+	// ErrNoCheckpoint: the draft's timeline has no such checkpoint.
+	ErrNoCheckpoint = errors.New("no such checkpoint")
 	// ErrCorrupt: a state file cannot be read.
 	ErrCorrupt = errors.New("draft state is corrupt")
 )

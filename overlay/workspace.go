@@ -38,6 +38,10 @@ type Options struct {
 	// checkpointed), and every change is refused. For commands that
 	// only look.
 	ReadOnly bool
+	// Quiet is how long a draft must see no change before the changes
+	// since its last checkpoint make one (0: DefaultQuiet; negative:
+	// never, checkpoints come from BeginStep and Checkpoint only).
+	Quiet time.Duration
 }
 
 // Workspace is the disk and editor buffers of one project, and its drafts.
@@ -51,6 +55,7 @@ type Workspace struct {
 	// draft nor a swap on disk can make draftfs read or write outside.
 	dir      *beneath.Root // read only
 	readOnly bool          // read only: see Options.ReadOnly
+	quiet    time.Duration // read only: see Options.Quiet
 	bufs     *buffers.Set
 	feed     feed
 	stopBufs func()
@@ -119,6 +124,7 @@ func open(opts Options, disk afero.Fs) (*Workspace, error) {
 		osDisk:   osDisk,
 		dir:      dir,
 		readOnly: opts.ReadOnly,
+		quiet:    opts.Quiet,
 		bufs:     opts.Buffers,
 		drafts:   map[string]*Draft{},
 	}

@@ -1,0 +1,272 @@
+//go:build linux
+
+package overlay
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// viewSnapshot is the merged view: each path's type and mode, and a
+// file's content or a symlink's target.
+func viewSnapshot(t testing.TB, f afero.Fs) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := afero.Walk(f, "/", func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		v := fi.Mode().String()
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := afero.ReadFile(f, p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := f.(afero.LinkReader).ReadlinkIfPossible(p)
+			if err != nil {
+				return err
+			}
+			v += " -> " + target
+		}
+		out[p] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func diffSnapshots(a, b map[string]string) string {
+	var out []string
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, fmt.Sprintf("%s: %q, want %q", k, b[k], v))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: %q, not wanted", k, b[k]))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// rewindSteps makes three steps of changes, each a checkpoint, and
+// returns the view after each.
+func rewindSteps(t testing.TB, d *Draft) []map[string]string {
+	f := d.Fs(SourceMount)
+	var snaps []map[string]string
+	step := func(a Author, fn func()) {
+		end := d.BeginStep(a, "step")
+		fn()
+		cp, err := end()
+		if err != nil || cp == nil {
+			t.Fatalf("checkpoint: %v %v", cp, err)
+		}
+		snaps = append(snaps, viewSnapshot(t, f))
+	}
+	step(Author{Source: SourceMount, Name: "sh"}, func() {
+		must(t, afero.WriteFile(f, "a.txt", []byte("a1\n"), 0o644))
+		must(t, afero.WriteFile(f, "dir/new.txt", []byte("new\n"), 0o600))
+		must(t, f.Remove("gone.txt"))
+	})
+	step(Author{Source: SourceACP, Name: "agent"}, func() {
+		must(t, afero.WriteFile(f, "a.txt", []byte("a2\nmore\n"), 0o644))
+		must(t, f.Rename("dir", "dir2"))
+		must(t, f.Chmod("keep.txt", 0o755))
+		must(t, afero.Fs(f).(afero.Linker).SymlinkIfPossible("a.txt", "link"))
+	})
+	step(Author{Source: SourceMCP, Name: "client"}, func() {
+		must(t, f.Remove("a.txt"))
+		must(t, afero.WriteFile(f, "dir2/new.txt", []byte("newer\n"), 0o600))
+		must(t, afero.WriteFile(f, "keep.txt", []byte("kept, changed\n"), 0o755))
+	})
+	return snaps
+}
+
+// TestRewind rewinds across checkpoints: the view is then byte for byte
+// what it was right after the checkpoint, and rewinding the rewind
+// brings back the later state.
+func TestRewind(t *testing.T) {
+	root := t.TempDir()
+	cmWrite(t, root, map[string]string{"gone.txt": "g\n", "keep.txt": "k\n", "dir/old.txt": "o\n"})
+	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Quiet: -1})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	snaps := rewindSteps(t, d)
+	tlA, err := d.Timeline()
+	must(t, err)
+	if len(tlA) != 3 || tlA[0].Author.Source != SourceMCP || tlA[2].Author.Name != "sh" {
+		t.Fatalf("timeline: %+v", tlA)
+	}
+	if tlA[1].Added != 3 || tlA[1].Deleted != 2 || !strings.Contains(strings.Join(tlA[1].Files, ","), "dir2") {
+		t.Fatalf("step 2: %+v", tlA[1])
+	}
+	first := tlA[2].ID
+	cp, err := d.Rewind(first, Author{Source: SourceCLI})
+	must(t, err)
+	if cp.Rewound != first {
+		t.Fatalf("rewind checkpoint: %+v", cp)
+	}
+	if s := diffSnapshots(snaps[0], viewSnapshot(t, d.Fs(SourceCLI))); s != "" {
+		t.Fatalf("after rewind to %d:\n%s", first, s)
+	}
+	// The rewind is a step: rewinding to the one before it (the third)
+	// brings the later state back.
+	if _, err := d.Rewind(tlA[0].ID, Author{Source: SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	if s := diffSnapshots(snaps[2], viewSnapshot(t, d.Fs(SourceCLI))); s != "" {
+		t.Fatalf("after rewinding the rewind:\n%s", s)
+	}
+	// And across a reopen.
+	if _, err := d.Rewind(tlA[1].ID, Author{Source: SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	w, err = Open(Options{Root: root, StateDir: d.dir[:strings.Index(d.dir, "/drafts/")], Quiet: -1})
+	must(t, err)
+	d, _ = w.Draft("")
+	if s := diffSnapshots(snaps[1], viewSnapshot(t, d.Fs(SourceCLI))); s != "" {
+		t.Fatalf("after a rewind and a reopen:\n%s", s)
+	}
+}
+
+// rewindWorker opens the state, says READY, and on a line from stdin
+// rewinds to the checkpoint named by DRAFTFS_REWIND_TO and says DONE.
+func rewindWorker() {
+	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE"), Quiet: -1})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	d, err := w.Draft("")
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	id, _ := strconv.ParseUint(os.Getenv("DRAFTFS_REWIND_TO"), 10, 64)
+	if at := os.Getenv("DRAFTFS_REWIND_KILL_AT"); at != "" {
+		testHookRewind = func(step string) {
+			if step == at {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}
+	fmt.Println("READY")
+	bufio.NewScanner(os.Stdin).Scan()
+	if _, err := d.Rewind(id, Author{Source: SourceCLI}); err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	fmt.Println("DONE")
+}
+
+// TestRewindKilled kills a rewind at each of its steps and then at
+// random moments: the next open shows the draft as it was before the
+// rewind or as the checkpoint left it, never a mix.
+func TestRewindKilled(t *testing.T) {
+	steps := []string{"", "staged", "journaled", "renamed", "done"}
+	rounds := len(steps) + 8
+	if testing.Short() {
+		rounds = len(steps) + 2
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		t.Setenv("TMPDIR", "/dev/shm")
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewSource(seed))
+	var full time.Duration
+	outcomes := map[string]int{}
+	for round := 0; round < rounds; round++ {
+		root, state := t.TempDir(), t.TempDir()
+		tree := map[string]string{"gone.txt": "g\n", "keep.txt": "k\n", "dir/old.txt": "o\n"}
+		for i := range 100 {
+			tree[fmt.Sprintf("many/f%03d", i)] = fmt.Sprintf("v0 %d\n", i)
+		}
+		cmWrite(t, root, tree)
+		w, err := Open(Options{Root: root, StateDir: state, Quiet: -1})
+		must(t, err)
+		d, _ := w.Draft("")
+		f := d.Fs(SourceMount)
+		end := d.BeginStep(Author{Source: SourceMount}, "many")
+		for i := range 100 {
+			must(t, afero.WriteFile(f, fmt.Sprintf("many/f%03d", i), []byte(fmt.Sprintf("v1 %d\n", i)), 0o644))
+		}
+		if _, err := end(); err != nil {
+			t.Fatal(err)
+		}
+		after := viewSnapshot(t, f)
+		snaps := rewindSteps(t, d)
+		tlA, err := d.Timeline()
+		must(t, err)
+		target := tlA[len(tlA)-1].ID // the first: many files to put back
+		before := snaps[2]
+		w.Close()
+
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		killAt := ""
+		if round < len(steps) {
+			killAt = steps[round]
+		}
+		cmd.Env = append(os.Environ(), "DRAFTFS_REWIND_WORKER=1", "DRAFTFS_CRASH_ROOT="+root, "DRAFTFS_CRASH_STATE="+state,
+			"DRAFTFS_REWIND_TO="+strconv.FormatUint(target, 10), "DRAFTFS_REWIND_KILL_AT="+killAt)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		must(t, cmd.Start())
+		out := bufio.NewScanner(stdout)
+		if !out.Scan() || out.Text() != "READY" {
+			t.Fatalf("round %d: worker: %s", round, out.Text())
+		}
+		start := time.Now()
+		fmt.Fprintln(stdin, "go")
+		if round == 0 {
+			if !out.Scan() || out.Text() != "DONE" {
+				t.Fatalf("worker: %s", out.Text())
+			}
+			full = time.Since(start)
+			cmd.Wait()
+			t.Logf("a rewind of %d paths takes %v", len(before), full)
+		} else if killAt != "" {
+			cmd.Wait() // it kills itself at that step
+		} else {
+			time.Sleep(time.Duration(r.Int63n(int64(full))))
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+		w, err = Open(Options{Root: root, StateDir: state, Quiet: -1})
+		if err != nil {
+			t.Fatalf("round %d (seed %d): reopen after kill: %v", round, seed, err)
+		}
+		d, _ = w.Draft("")
+		got := viewSnapshot(t, d.Fs(SourceCLI))
+		switch {
+		case diffSnapshots(before, got) == "" && (killAt == "" || killAt == "staged"):
+			outcomes["not begun"]++
+		case diffSnapshots(after, got) == "":
+			outcomes["finished"]++
+		default:
+			t.Fatalf("round %d (seed %d, killed at %q): not as the rewind left it:\n%s", round, seed, killAt, diffSnapshots(after, got))
+		}
+		w.Close()
+	}
+	t.Logf("outcomes: %v", outcomes)
+}
+
