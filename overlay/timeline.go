@@ -596,3 +596,118 @@ func (tl *timeline) expireLocked() {
 		}
 	}
 }
+
+// DiffCheckpoints returns what changed from checkpoint a to checkpoint
+// b (a 0: from what is below the draft, the bases its entries started
+// from) as git-style diffs, one per path, below keys (none: all).
+func (d *Draft) DiffCheckpoints(a, b uint64, keys ...string) ([]FileDiff, error) {
+	tl := d.tl
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	sa, sb := &cpState{}, (*cpState)(nil)
+	for _, x := range []struct {
+		id uint64
+		st **cpState
+	}{{a, &sa}, {b, &sb}} {
+		if x.id == 0 {
+			continue
+		}
+		cp, err := tl.read(x.id)
+		if err != nil {
+			return nil, err
+		}
+		if *x.st, err = tl.state(cp); err != nil {
+			return nil, err
+		}
+	}
+	if sb == nil {
+		return nil, fmt.Errorf("overlay: diff of checkpoints: give the later one: %w", ErrNoCheckpoint)
+	}
+	files, _, _ := tl.changed(sa, sb)
+	out := []FileDiff{}
+	for _, k := range files {
+		if len(keys) > 0 && !slicesContainsWithin(keys, k) {
+			continue
+		}
+		ea, eb := sa.Entries[k], sb.Entries[k]
+		if eb != nil && eb.Kind == kindDir && eb.Origin != "" && (ea == nil || ea.Origin != eb.Origin) {
+			out = append(out, FileDiff{Path: k + "/", From: eb.Origin, Change: StatusRenamed,
+				Patch: fmt.Sprintf("diff --git a/%s b/%s\nrename from %s\nrename to %s\n", eb.Origin, k, eb.Origin, k)})
+			continue
+		}
+		old, oldExists := tl.sideOf(sa, ea, sb, eb)
+		cur, newExists := tl.sideOf(sb, eb, sa, ea)
+		if !oldExists && !newExists {
+			continue // a directory, or what was never a file on either side
+		}
+		fd := FileDiff{Path: k, Change: StatusModified}
+		ma, mb := sa.modeOf(ea, eb), sb.modeOf(eb, ea)
+		var hdr strings.Builder
+		fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", k, k)
+		switch {
+		case !oldExists:
+			fd.Change = StatusAdded
+			fmt.Fprintf(&hdr, "new file mode %s\n", modeString(mb))
+		case !newExists:
+			fd.Change = StatusDeleted
+			fmt.Fprintf(&hdr, "deleted file mode %s\n", modeString(ma))
+		case ma != mb:
+			fmt.Fprintf(&hdr, "old mode %s\nnew mode %s\n", modeString(ma), modeString(mb))
+		}
+		fd.Added, fd.Deleted, fd.Binary = textmerge.Stat(old, cur)
+		fd.Patch = hdr.String() + textmerge.Unified(k, k, old, cur, oldExists, newExists)
+		out = append(out, fd)
+	}
+	return out, nil
+}
+
+// sideOf is a path's content at state st where its entry is e (other,
+// oe: the other side, whose base stands for what is below the draft
+// when e is nil), and whether it exists as a file there.
+func (tl *timeline) sideOf(st *cpState, e *entry, other *cpState, oe *entry) ([]byte, bool) {
+	switch {
+	case e == nil:
+		if oe == nil || oe.Base == nil || !oe.Base.Exists || oe.Base.Kind != kindFile {
+			return nil, false
+		}
+		b, err := tl.baseText(other, oe)
+		return b, err == nil && b != nil
+	case e.Kind == kindWhiteout:
+		return nil, false
+	case e.Kind == kindSymlink && st.Inodes[e.Ino] != nil:
+		return []byte(st.Inodes[e.Ino].Target), true
+	case e.Kind != kindFile:
+		return nil, false
+	}
+	if cd := st.Data[e.Ino]; e.Ino != 0 && cd != nil {
+		b, err := tl.chunks.get(cd.Chunks)
+		return b, err == nil
+	}
+	b, err := tl.baseText(st, e) // a redirect: its origin's content
+	return b, err == nil && b != nil
+}
+
+// modeOf is the mode of a path at st where its entry is e (nil: the
+// other side's base, oe's).
+func (st *cpState) modeOf(e, oe *entry) fs.FileMode {
+	if e != nil && e.Ino != 0 && st.Inodes[e.Ino] != nil {
+		return st.Inodes[e.Ino].Mode
+	}
+	if e != nil && e.Base != nil && e.Base.Exists {
+		return e.Base.Mode
+	}
+	if oe != nil && oe.Base != nil && oe.Base.Exists {
+		return oe.Base.Mode
+	}
+	return 0o644
+}
+
+// slicesContainsWithin reports whether k is one of keys or lies below one.
+func slicesContainsWithin(keys []string, k string) bool {
+	for _, s := range keys {
+		if within(k, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -120,7 +120,7 @@ func acpAgent(cfg *config, agent []string) (argv []string, stop func() error, er
 	if _, err := contain.Check(); err != nil {
 		return nil, nil, err
 	}
-	if spec.View, stop, err = runMount(cfg); err != nil {
+	if spec.View, stop, _, err = runMount(cfg); err != nil {
 		return nil, nil, err
 	}
 	if argv, err = contain.Args(spec, agent); err != nil {

@@ -21,7 +21,7 @@ var (
 )
 
 var diffCmd = &cobra.Command{
-	Use:   "diff [--stat | --json] [--ignored] [--color=auto|always|never] [PATH...]",
+	Use:   "diff [--stat | --json] [--ignored] [--color=auto|always|never] [A..B] [PATH...]",
 	Short: "Show the draft's changes as a unified diff",
 	Long: `Shows the draft's changes (all, or below each PATH) as a unified diff with
 git-style headers (--- a/path, +++ b/path), from what you have now (the
@@ -42,12 +42,17 @@ it splits into), and its id is what draftfs commit --hunk and draftfs
 discard --hunk take. An id stays the same while neither the draft nor
 your file changes.
 
+A..B as the first argument compares two checkpoints of the draft's
+timeline (ids from draftfs log; ..B: from what is below the draft):
+what the draft changed from right after A to right after B.
+
 --stat prints a diffstat instead. Colour is used on a terminal
 (--color=auto, unless NO_COLOR is set), always, or never.`,
 	Example: `  draftfs diff
   draftfs diff --stat
   draftfs diff src/main.go | less -R
   draftfs diff --color=always | less -R
+  draftfs diff 3..7
   draftfs diff --json src/main.go | jq -r '.[].hunks[].id'`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
@@ -61,12 +66,28 @@ your file changes.
 		default:
 			return usagef("--color must be auto, always or never, not %q", flagDiffColor)
 		}
+		var from, to uint64
+		var ranged bool
+		if len(a) > 0 {
+			var err error
+			if from, to, ranged, err = checkpointRange(a[0]); err != nil {
+				return err
+			}
+			if ranged {
+				a = a[1:]
+			}
+		}
 		s, paths, err := connectFor(a, readOnly)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		diffs, err := s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths, Ignored: flagDiffIgnored})
+		var diffs []overlay.FileDiff
+		if ranged {
+			diffs, err = s.DiffRange(control.RangeParams{Draft: s.cfg.draft, From: from, To: to, Paths: paths})
+		} else {
+			diffs, err = s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths, Ignored: flagDiffIgnored})
+		}
 		if err != nil {
 			return err
 		}

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/daemon/contain"
+	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/control"
 )
 
@@ -140,7 +142,7 @@ func runContained(cfg *config, args []string, interactive bool) (int, error) {
 		return 0, err
 	}
 	spec.Terminal = interactive && (isTerminal(os.Stdin) || isTerminal(os.Stdout) || isTerminal(os.Stderr))
-	mnt, stop, err := runMount(cfg)
+	mnt, stop, step, err := runMount(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -162,6 +164,8 @@ func runContained(cfg *config, args []string, interactive bool) (int, error) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// Ended before the mount goes (defers run last first).
+	defer step(runAuthor(args))()
 	if err := c.Start(); err != nil {
 		return 0, err
 	}
@@ -214,17 +218,33 @@ func within(p, dir string) bool {
 }
 
 // runMount finds or makes a mount of the draft for run: the daemon's,
-// or one served by this process until stop.
-func runMount(cfg *config) (dir string, stop func() error, err error) {
+// or one served by this process until stop. step begins the step of
+// the draft's timeline that the run is.
+func runMount(cfg *config) (dir string, stop func() error, step func(overlay.Author, string) func(), err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := control.Dial(cfg.socket())
 		if err == nil {
-			defer c.Close()
 			dir, err := c.Mount(control.DraftParams{Draft: cfg.draft})
-			return dir, func() error { return nil }, err
+			if err != nil {
+				c.Close()
+				return "", nil, nil, err
+			}
+			step := func(a overlay.Author, label string) func() {
+				end, err := c.BeginStep(control.StepParams{Draft: cfg.draft, Author: a, Label: label})
+				if err != nil {
+					logf("run: the draft's timeline: %v", err)
+					return func() {}
+				}
+				return func() {
+					if _, err := end(); err != nil {
+						logf("run: the draft's timeline: %v", err)
+					}
+				}
+			}
+			return dir, c.Close, step, nil
 		}
 		if !errors.Is(err, control.ErrNoDaemon) {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		serveProcs()
 		d, err := startDaemon(cfg, "run")
@@ -232,13 +252,30 @@ func runMount(cfg *config) (dir string, stop func() error, err error) {
 			continue // one started meanwhile: use it
 		}
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		dir, err = d.Mount(cfg.draft, "")
 		if err != nil {
 			d.Close()
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		return dir, d.Close, nil
+		step := func(a overlay.Author, label string) func() {
+			end := d.Draft().BeginStep(a, label)
+			return func() {
+				if _, err := end(); err != nil {
+					logf("run: the draft's timeline: %v", err)
+				}
+			}
+		}
+		return dir, d.Close, step, nil
 	}
+}
+
+// runAuthor is who a run's changes are by: its command.
+func runAuthor(args []string) (overlay.Author, string) {
+	label := "run: " + strings.Join(args, " ")
+	if len(label) > 100 {
+		label = label[:97] + "..."
+	}
+	return overlay.Author{Source: overlay.SourceMount, Name: filepath.Base(args[0])}, label
 }

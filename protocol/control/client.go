@@ -172,6 +172,37 @@ func (c *Client) Hunks(p PathsParams) ([]FileHunks, error) {
 	return res, c.Call(context.Background(), "draft/hunks", p, &res)
 }
 
+// BeginStep begins a step of the draft's timeline; end ends it and
+// returns its checkpoint (nil when the step changed nothing).
+func (c *Client) BeginStep(p StepParams) (end func() (*overlay.Checkpoint, error), err error) {
+	var res StepResult
+	if err := c.Call(context.Background(), "draft/beginStep", p, &res); err != nil {
+		return nil, err
+	}
+	return func() (*overlay.Checkpoint, error) {
+		var cp *overlay.Checkpoint
+		return cp, c.Call(context.Background(), "draft/endStep", EndStepParams{Step: res.Step}, &cp)
+	}, nil
+}
+
+// Timeline returns the draft's checkpoints, newest first.
+func (c *Client) Timeline(p DraftParams) ([]overlay.Checkpoint, error) {
+	var res []overlay.Checkpoint
+	return res, c.Call(context.Background(), "draft/timeline", p, &res)
+}
+
+// Rewind puts the draft back as right after a checkpoint.
+func (c *Client) Rewind(p RewindParams) (*overlay.Checkpoint, error) {
+	var res overlay.Checkpoint
+	return &res, c.Call(context.Background(), "draft/rewind", p, &res)
+}
+
+// DiffRange compares two checkpoints.
+func (c *Client) DiffRange(p RangeParams) ([]overlay.FileDiff, error) {
+	var res []overlay.FileDiff
+	return res, c.Call(context.Background(), "draft/diffRange", p, &res)
+}
+
 // Commit applies the draft. progress, when set, is called as the daemon
 // reports progress. When the commit is refused for conflicts, the
 // report comes back with the error (wrapping overlay.ErrConflict).

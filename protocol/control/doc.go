@@ -31,6 +31,11 @@
 //	draft/discard {paths} | {hunks} | {all: true} → {paths}
 //	draft/undo → {id, paths}
 //	draft/log → [{time, op, path?, from?, paths?, source}]
+//	draft/timeline → [checkpoint], newest first; checkpoint: {id, time,
+//	  author: {source, name?, session?}, label?, files, added, deleted, rewound?, state, hash}
+//	draft/diffRange {from, to, paths?} → as draft/diff, checkpoint from (0: below the draft) to to
+//	draft/rewind {checkpoint} → checkpoint (the rewind's own)
+//	draft/beginStep {author, label?} → {step}; draft/endStep {step} → checkpoint | null
 //	draft/gc {dryRun?} → {dryRun?, size, undo, blobs, data, freed, expired, blobsDropped}
 //	draft/mount → {mount}
 //	draft/list → [{name, changes, ignored?, mount?, default?, users?: [{pid, client?, command?}], error?}]
@@ -39,7 +44,9 @@
 //
 // Every draft/* and fs/* method takes an optional "draft" (default: the
 // daemon's); fs/* take a "source" ("acp", "mcp") that the draft's log
-// records. A hunk's id names one change of one file for as long as
+// records. Changes between draft/beginStep and draft/endStep make one
+// checkpoint of the timeline (a `draftfs run`, an ACP prompt turn, an MCP
+// tool call); a connection's steps end with it. A hunk's id names one change of one file for as long as
 // neither the draft nor the user's file changes (overlay.Hunk); "hunks"
 // in draft/commit and draft/discard take just those (a part of a hunk
 // by its own id), leaving the rest of the file's change in the draft; an

@@ -49,6 +49,7 @@ const (
 	kindDiskChanged   = "diskChanged"
 	kindNoChanges     = "noChanges"
 	kindNoHunk        = "noHunk"
+	kindNoCheckpoint  = "noCheckpoint"
 	kindPeer          = "peer"
 	kindReview        = "review"
 	kindNotFound      = "notFound"
@@ -129,6 +130,8 @@ func toRPC(err error) *jsonrpc2.Error {
 		code, data.Kind = CodeRefused, kindNoChanges
 	case errors.Is(err, overlay.ErrNoHunk):
 		code, data.Kind = CodeRefused, kindNoHunk
+	case errors.Is(err, overlay.ErrNoCheckpoint):
+		code, data.Kind = CodeRefused, kindNoCheckpoint
 	case errors.Is(err, buffers.ErrNotOpen):
 		code, data.Kind = CodeNotFound, kindNotOpen
 		msg += ": send buffer/didOpen first"
@@ -196,6 +199,8 @@ func (e *Error) Unwrap() error {
 		return errNoChanges
 	case kindNoHunk:
 		return overlay.ErrNoHunk
+	case kindNoCheckpoint:
+		return overlay.ErrNoCheckpoint
 	case kindNotOpen:
 		return buffers.ErrNotOpen
 	case kindResync:

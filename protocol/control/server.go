@@ -167,6 +167,7 @@ func (s *Server) serveConn(rwc io.ReadWriteCloser, pid int, agent bool) {
 		defer s.wg.Done()
 		<-cn.rpc.DisconnectNotify()
 		cn.closeOwned()
+		cn.steps.endAll()
 		close(cn.done)
 		s.mu.Lock()
 		delete(s.conns, cn)
@@ -273,6 +274,9 @@ type conn struct {
 
 	// agent: the connection came through the agent socket (read only).
 	agent bool
+
+	// steps are the timeline steps the connection began.
+	steps steps
 }
 
 // own makes cn, when an editor, the owner of the buffer at key (open),

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/draftfs/draftfs/protocol/control"
+)
+
+var flagRewindJSON bool
+
+var rewindCmd = &cobra.Command{
+	Use:   "rewind [--json] CHECKPOINT",
+	Short: "Put the draft back as it was right after a checkpoint",
+	Long: `Puts the draft back exactly as it was right after CHECKPOINT (an id from
+draftfs log): every file, deletion, rename, mode and content the draft
+held then, and nothing it got since. The disk is not touched. The draft
+as it was before is kept as a checkpoint first, and the rewind is a
+checkpoint of its own, so rewinding to the one before it undoes the
+rewind. A crash during a rewind leaves the draft either as it was or as
+CHECKPOINT left it. A file open for writing in the draft (an agent still
+at work) refuses the rewind.
+
+--json prints the rewind's checkpoint, as draftfs log --json does.`,
+	Example: `  draftfs log
+  draftfs rewind 12
+  draftfs diff 12..14`,
+	Args: args(cobra.ExactArgs(1)),
+	RunE: func(cmd *cobra.Command, a []string) error {
+		id, err := checkpointID(a[0])
+		if err != nil {
+			return err
+		}
+		s, err := connect(readWrite)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		cp, err := s.Rewind(control.RewindParams{Draft: s.cfg.draft, Checkpoint: id})
+		if err != nil {
+			return err
+		}
+		if flagRewindJSON {
+			cp.State = nil
+			return printJSON(cp)
+		}
+		fmt.Printf("rewound to checkpoint %d as checkpoint %d: %d %s changed (+%d -%d); draftfs rewind %d goes back\n",
+			id, cp.ID, len(cp.Files), plural(len(cp.Files), "path", "paths"), cp.Added, cp.Deleted, cp.ID-1)
+		return nil
+	},
+}
+
+func init() {
+	rewindCmd.Flags().BoolVar(&flagRewindJSON, "json", false, "print the rewind's checkpoint as JSON")
+	root.AddCommand(rewindCmd)
+}
+
+// checkpointID parses a checkpoint id as draftfs log shows it.
+func checkpointID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(strings.TrimPrefix(s, "#"), 10, 64)
+	if err != nil || id == 0 {
+		return 0, usagef("%q is not a checkpoint id: give the number draftfs log shows", s)
+	}
+	return id, nil
+}
+
+// checkpointRange parses A..B; ok is false when s is not one.
+func checkpointRange(s string) (from, to uint64, ok bool, err error) {
+	a, b, found := strings.Cut(s, "..")
+	if !found {
+		return 0, 0, false, nil
+	}
+	if _, err := strconv.ParseUint(strings.TrimPrefix(a, "#"), 10, 64); err != nil && a != "" {
+		return 0, 0, false, nil // a path with ".." in its name
+	}
+	if a != "" {
+		if from, err = checkpointID(a); err != nil {
+			return 0, 0, true, err
+		}
+	}
+	to, err = checkpointID(b)
+	return from, to, true, err
+}

@@ -1,0 +1,153 @@
+package control
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// StepParams begin a step of the draft's timeline (draft/beginStep):
+// what changes until draft/endStep makes one checkpoint by Author.
+type StepParams struct {
+	Draft  string         `json:"draft,omitempty"`
+	Author overlay.Author `json:"author"`
+	Label  string         `json:"label,omitempty"`
+}
+
+// StepResult names a step under way.
+type StepResult struct {
+	Step uint64 `json:"step"`
+}
+
+// EndStepParams end a step; its checkpoint (null when the step changed
+// nothing) is the answer.
+type EndStepParams struct {
+	Step uint64 `json:"step"`
+}
+
+// RewindParams name the checkpoint draft/rewind puts the draft back to.
+type RewindParams struct {
+	Draft      string `json:"draft,omitempty"`
+	Checkpoint uint64 `json:"checkpoint"`
+	Source     string `json:"source,omitempty"`
+}
+
+// RangeParams choose two checkpoints to compare (draft/diffRange; From
+// 0: what is below the draft).
+type RangeParams struct {
+	Draft string   `json:"draft,omitempty"`
+	From  uint64   `json:"from"`
+	To    uint64   `json:"to"`
+	Paths []string `json:"paths,omitempty"`
+}
+
+// steps are a connection's steps under way, ended when it ends: a
+// `draftfs run` killed must not hold the draft's checkpoints back.
+type steps struct {
+	mu   sync.Mutex
+	next uint64
+	end  map[uint64]func() (*overlay.Checkpoint, error)
+}
+
+func (s *steps) add(end func() (*overlay.Checkpoint, error)) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end == nil {
+		s.end = map[uint64]func() (*overlay.Checkpoint, error){}
+	}
+	s.next++
+	s.end[s.next] = end
+	return s.next
+}
+
+func (s *steps) take(id uint64) func() (*overlay.Checkpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := s.end[id]
+	delete(s.end, id)
+	return end
+}
+
+// endAll ends every step under way.
+func (s *steps) endAll() {
+	s.mu.Lock()
+	ends := s.end
+	s.end = nil
+	s.mu.Unlock()
+	for _, end := range ends {
+		end()
+	}
+}
+
+func (cn *conn) beginStep(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p StepParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	if p.Author.Source == "" {
+		p.Author.Source = overlay.SourceCLI
+	}
+	if _, err := sourceOf(string(p.Author.Source), overlay.SourceCLI); err != nil {
+		return nil, err
+	}
+	return StepResult{Step: cn.steps.add(d.BeginStep(p.Author, p.Label))}, nil
+}
+
+func (cn *conn) endStep(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p EndStepParams
+	if err := decode(req, &p, "step"); err != nil {
+		return nil, err
+	}
+	end := cn.steps.take(p.Step)
+	if end == nil {
+		return nil, invalidParams("draft/endStep: no step %d under way on this connection", p.Step)
+	}
+	return end()
+}
+
+func (cn *conn) timeline(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p DraftParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	d, err := cn.s.existingDraft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	return d.Timeline()
+}
+
+func (cn *conn) rewind(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p RewindParams
+	if err := decode(req, &p, "checkpoint"); err != nil {
+		return nil, err
+	}
+	d, src, err := cn.s.draftFor(p.Draft, p.Source)
+	if err != nil {
+		return nil, err
+	}
+	return d.Rewind(p.Checkpoint, overlay.Author{Source: src})
+}
+
+func (cn *conn) diffRange(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	var p RangeParams
+	if err := decode(req, &p, "to"); err != nil {
+		return nil, err
+	}
+	d, err := cn.s.existingDraft(p.Draft)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := cn.s.names(d, p.Paths)
+	if err != nil {
+		return nil, err
+	}
+	return d.DiffCheckpoints(p.From, p.To, keys...)
+}
