@@ -157,8 +157,11 @@ func (tl *timeline) watch() {
 	tl.sub = tl.d.w.feed.subscribe(false)
 	go func() {
 		for c := range tl.sub.C {
-			if c.Overflow || c.Draft == tl.d.name && c.Kind != ChangeCommit && c.Kind != ChangeUndo {
+			switch {
+			case c.Draft == tl.d.name && c.Kind != ChangeCommit && c.Kind != ChangeUndo:
 				tl.note(c.Source)
+			case c.Overflow:
+				tl.note("") // changes were lost: maybe some of the draft's
 			}
 		}
 	}()
@@ -264,8 +267,8 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 	if err != nil {
 		return nil, err
 	}
-	if hash == tl.lastHash && rewound == 0 {
-		return nil, nil
+	if hash == tl.lastHash && rewound == 0 || tl.lastID == 0 && len(st.Entries) == 0 {
+		return nil, nil // nothing changed since the last checkpoint, or ever
 	}
 	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, Hash: hash}
 	if cp.State, err = tl.chunks.put(b); err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -65,7 +66,7 @@ is not isolated).`,
 		if err != nil {
 			return err
 		}
-		agent, stop, err := acpAgent(cfg, a)
+		agent, step, stop, err := acpAgent(cfg, a)
 		if err != nil {
 			return err
 		}
@@ -87,6 +88,12 @@ is not isolated).`,
 			Open:            views.open,
 			Draft:           cfg.draft,
 			DraftPerSession: flagDraftPerSession,
+			Step: func(agentName, session string) func() {
+				if agentName == "" {
+					agentName = commandName(a)
+				}
+				return step(overlay.Author{Source: overlay.SourceACP, Name: agentName, Session: session}, "session/prompt")
+			},
 			Terminal: func(dir, draft string) (string, []string) {
 				args := []string{"--workspace", dir, "--draft", draft}
 				if flagState != "" {
@@ -105,9 +112,10 @@ is not isolated).`,
 // acpAgent returns the command line that runs the agent inside cfg's
 // draft, with the mount it uses (stop releases it after the agent).
 // Inside draftfs run the agent is contained already: it runs as it is.
-func acpAgent(cfg *config, agent []string) (argv []string, stop func() error, err error) {
+func acpAgent(cfg *config, agent []string) (argv []string, step stepFunc, stop func() error, err error) {
 	if cfg.insideRun() {
-		return agent, func() error { return nil }, nil
+		// The run around it is the step.
+		return agent, func(overlay.Author, string) func() { return func() {} }, func() error { return nil }, nil
 	}
 	dir := runDir(cfg)
 	if dir == "" {
@@ -115,19 +123,19 @@ func acpAgent(cfg *config, agent []string) (argv []string, stop func() error, er
 	}
 	spec, err := containSpec(cfg, dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := contain.Check(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if spec.View, stop, _, err = runMount(cfg); err != nil {
-		return nil, nil, err
+	if spec.View, stop, step, err = runMount(cfg); err != nil {
+		return nil, nil, nil, err
 	}
 	if argv, err = contain.Args(spec, agent); err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return argv, stop, nil
+	return argv, step, stop, nil
 }
 
 // acpAllow refuses sessions in directories outside the workspace the
@@ -163,7 +171,7 @@ type acpViews struct {
 
 // open is acp.Options.Open.
 func (v *acpViews) open(dir, draft string) (agent.Files, error) {
-	f, closeFiles, err := workspaceFilesAt(dir, draft, overlay.SourceACP)
+	f, _, closeFiles, err := workspaceFilesAt(dir, draft, overlay.SourceACP)
 	if err != nil {
 		return nil, err
 	}
@@ -183,4 +191,19 @@ func (v *acpViews) close() {
 			logf("acp: %v", err)
 		}
 	}
+}
+
+// commandName names an agent by its command line when it does not name
+// itself: the program, or the script an interpreter runs.
+func commandName(argv []string) string {
+	name := filepath.Base(argv[0])
+	switch name {
+	case "node", "npx", "bun", "bunx", "deno", "python", "python3", "uv", "uvx", "pnpm", "yarn":
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				return filepath.Base(a)
+			}
+		}
+	}
+	return name
 }

@@ -36,12 +36,15 @@ while it runs, so draftfs status and editors still reach it.`,
   # in an MCP client's configuration:
   {"command": "draftfs", "args": ["--workspace", "/home/me/src/project", "mcp"]}`,
 	RunE: func(cmd *cobra.Command, dirs []string) error {
-		f, closeFiles, err := workspaceFiles(overlay.SourceMCP)
+		f, step, closeFiles, err := workspaceFiles(overlay.SourceMCP)
 		if err != nil {
 			return err
 		}
 		defer closeFiles()
-		s, err := mcp.New(f, mcp.Options{Dirs: dirs, Version: version(), Log: os.Stderr})
+		s, err := mcp.New(f, mcp.Options{Dirs: dirs, Version: version(), Log: os.Stderr,
+			Step: func(client, label string) func() {
+				return step(overlay.Author{Source: overlay.SourceMCP, Name: client}, label)
+			}})
 		if err != nil {
 			return err
 		}

@@ -220,7 +220,7 @@ func within(p, dir string) bool {
 // runMount finds or makes a mount of the draft for run: the daemon's,
 // or one served by this process until stop. step begins the step of
 // the draft's timeline that the run is.
-func runMount(cfg *config) (dir string, stop func() error, step func(overlay.Author, string) func(), err error) {
+func runMount(cfg *config) (dir string, stop func() error, step stepFunc, err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := control.Dial(cfg.socket())
 		if err == nil {
@@ -229,19 +229,7 @@ func runMount(cfg *config) (dir string, stop func() error, step func(overlay.Aut
 				c.Close()
 				return "", nil, nil, err
 			}
-			step := func(a overlay.Author, label string) func() {
-				end, err := c.BeginStep(control.StepParams{Draft: cfg.draft, Author: a, Label: label})
-				if err != nil {
-					logf("run: the draft's timeline: %v", err)
-					return func() {}
-				}
-				return func() {
-					if _, err := end(); err != nil {
-						logf("run: the draft's timeline: %v", err)
-					}
-				}
-			}
-			return dir, c.Close, step, nil
+			return dir, c.Close, clientStep(c, cfg.draft), nil
 		}
 		if !errors.Is(err, control.ErrNoDaemon) {
 			return "", nil, nil, err
@@ -259,15 +247,7 @@ func runMount(cfg *config) (dir string, stop func() error, step func(overlay.Aut
 			d.Close()
 			return "", nil, nil, err
 		}
-		step := func(a overlay.Author, label string) func() {
-			end := d.Draft().BeginStep(a, label)
-			return func() {
-				if _, err := end(); err != nil {
-					logf("run: the draft's timeline: %v", err)
-				}
-			}
-		}
-		return dir, d.Close, step, nil
+		return dir, d.Close, draftStep(d.Draft()), nil
 	}
 }
 

@@ -303,51 +303,84 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 	})
 }
 
+// stepFunc begins a step of a draft's timeline by an author; what it
+// returns ends it.
+type stepFunc func(a overlay.Author, label string) (end func())
+
+// clientStep is stepFunc over a daemon's control connection.
+func clientStep(c *control.Client, draft string) stepFunc {
+	return func(a overlay.Author, label string) func() {
+		end, err := c.BeginStep(control.StepParams{Draft: draft, Author: a, Label: label})
+		if err != nil {
+			logf("the draft's timeline: %v", err)
+			return func() {}
+		}
+		return func() {
+			if _, err := end(); err != nil {
+				logf("the draft's timeline: %v", err)
+			}
+		}
+	}
+}
+
+// draftStep is stepFunc over a draft opened in this process.
+func draftStep(d *overlay.Draft) stepFunc {
+	return func(a overlay.Author, label string) func() {
+		end := d.BeginStep(a, label)
+		return func() {
+			if _, err := end(); err != nil {
+				logf("the draft's timeline: %v", err)
+			}
+		}
+	}
+}
+
 // workspaceFiles returns the merged view of the workspace's draft (the
 // global flags) for the acp and mcp front ends, every change logged as
 // src: over the running daemon's socket, or, when none runs, over an
 // engine this process opens and serves on the control socket itself, so
 // that `draftfs status`, editors and other commands still reach the
-// workspace. Call closeFiles when done.
-func workspaceFiles(src overlay.Source) (f agent.Files, closeFiles func() error, err error) {
+// workspace. step begins steps of the draft's timeline. Call closeFiles
+// when done.
+func workspaceFiles(src overlay.Source) (f agent.Files, step stepFunc, closeFiles func() error, err error) {
 	cfg, err := loadConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	return filesOf(cfg, src)
 }
 
 // workspaceFilesAt is workspaceFiles for a given workspace and draft.
-func workspaceFilesAt(workspace, draft string, src overlay.Source) (f agent.Files, closeFiles func() error, err error) {
+func workspaceFilesAt(workspace, draft string, src overlay.Source) (f agent.Files, step stepFunc, closeFiles func() error, err error) {
 	cfg, err := loadConfigFor(workspace, draft, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	return filesOf(cfg, src)
 }
 
 // filesOf is workspaceFiles for cfg.
-func filesOf(cfg *config, src overlay.Source) (f agent.Files, closeFiles func() error, err error) {
+func filesOf(cfg *config, src overlay.Source) (f agent.Files, step stepFunc, closeFiles func() error, err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := control.Dial(cfg.socket())
 		if err == nil {
 			f, err := control.NewFiles(c, cfg.draft, src)
 			if err != nil {
 				c.Close()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			return f, c.Close, nil
+			return f, clientStep(c, cfg.draft), c.Close, nil
 		}
 		if !errors.Is(err, control.ErrNoDaemon) {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		d, err := startDaemon(cfg, string(src))
-		if errors.Is(err, daemon.ErrRunning) && attempt == 0 {
+		if errors.Is(err, control.ErrRunning) && attempt == 0 {
 			continue // one started meanwhile: use it
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return agent.NewLocal(d.Draft(), src), d.Close, nil
+		return agent.NewLocal(d.Draft(), src), draftStep(d.Draft()), d.Close, nil
 	}
 }

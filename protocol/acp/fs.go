@@ -19,6 +19,7 @@ const (
 	MethodWriteTextFile  = "fs/write_text_file"
 	MethodInitialize     = "initialize"
 	MethodSessionNew     = "session/new"
+	MethodSessionPrompt  = "session/prompt"
 	MethodSessionLoad    = "session/load"
 	MethodSessionResume  = "session/resume"
 	MethodSessionFork    = "session/fork"

@@ -40,6 +40,7 @@ type proxy struct {
 	nextID     uint64
 	lastServed chan struct{} // closed when the latest fs request is done
 	editorGone bool
+	agentName  string // from the agent's answer to initialize
 }
 
 // editorCaps is what the editor itself can do, before the proxy adds fs.
@@ -57,6 +58,8 @@ type pendingRequest struct {
 	roots     []string
 	sessionID string
 	prev      *sessionInfo
+	// endStep ends the timeline step of a session/prompt (Options.Step).
+	endStep func()
 }
 
 // reply is the editor's answer to a request of the proxy.
@@ -234,6 +237,17 @@ func (p *proxy) track(m *message) {
 			r.sessionID = sp.SessionID
 			r.prev = p.sessions.bind(sp.SessionID, r.roots)
 		}
+	case MethodSessionPrompt:
+		if p.opts.Step != nil {
+			var sp struct {
+				SessionID string `json:"sessionId"`
+			}
+			json.Unmarshal(m.params, &sp)
+			p.mu.Lock()
+			name := p.agentName
+			p.mu.Unlock()
+			r.endStep = p.opts.Step(name, sp.SessionID)
+		}
 	}
 	p.mu.Lock()
 	p.pending[idKey(m.id)] = r
@@ -251,7 +265,20 @@ func (p *proxy) settle(m *message) {
 	if r == nil {
 		return
 	}
+	if r.endStep != nil {
+		r.endStep()
+	}
 	switch r.method {
+	case MethodInitialize:
+		var res struct {
+			AgentInfo struct {
+				Name string `json:"name"`
+			} `json:"agentInfo"`
+		}
+		json.Unmarshal(m.result, &res)
+		p.mu.Lock()
+		p.agentName = res.AgentInfo.Name
+		p.mu.Unlock()
 	case MethodSessionNew, MethodSessionFork:
 		if id, ok := member(m.result, "sessionId"); ok {
 			if s, ok := jsonString(id); ok {
@@ -475,6 +502,9 @@ func (p *proxy) failPending(why string) {
 	}
 	p.mu.Unlock()
 	for _, r := range rs {
+		if r.endStep != nil {
+			r.endStep()
+		}
 		p.editor.write(errorLine(r.id, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error: " + why}))
 	}
 }

@@ -47,6 +47,12 @@ type Options struct {
 	// agent's terminal/create commands are wrapped with it when the
 	// editor supports terminals.
 	Terminal func(dir, draft string) (command string, args []string)
+	// Step, when set, makes each prompt turn (a session/prompt request
+	// to its answer) one step of the draft's timeline: it is called as
+	// the request goes to the agent, with the agent's name (agentInfo of
+	// its initialize answer) and the session, and what it returns as the
+	// answer comes back, before the editor gets it.
+	Step func(agent, session string) (end func())
 	// StopTimeout is how long the agent has to exit once its input is
 	// closed before it gets SIGTERM, and then before SIGKILL. Zero: 5s.
 	StopTimeout time.Duration

@@ -94,8 +94,10 @@ func (cn *conn) beginStep(_ context.Context, req *jsonrpc2.Request) (any, error)
 	if p.Author.Source == "" {
 		p.Author.Source = overlay.SourceCLI
 	}
-	if _, err := sourceOf(string(p.Author.Source), overlay.SourceCLI); err != nil {
-		return nil, err
+	if p.Author.Source != overlay.SourceMount { // a run's writes come through the mount
+		if _, err := sourceOf(string(p.Author.Source), overlay.SourceCLI); err != nil {
+			return nil, err
+		}
 	}
 	return StepResult{Step: cn.steps.add(d.BeginStep(p.Author, p.Label))}, nil
 }

@@ -45,6 +45,10 @@ type Options struct {
 	// (roots taken from the client, directories skipped); nil discards
 	// them.
 	Log io.Writer
+	// Step, when set, makes each call of a tool that writes one step of
+	// the draft's timeline by the client (its clientInfo name): it is
+	// called as the call begins and what it returns as it ends.
+	Step func(client, label string) (end func())
 }
 
 // Server serves the merged view of one draft as MCP tools and resources.
@@ -55,6 +59,7 @@ type Server struct {
 	root  string // workspace root, as Files reports it
 	max   int64
 	log   io.Writer
+	step  func(client, label string) func()
 	sdk   *sdk.Server
 	tools map[string]*tool
 	// aliases are other names of directories of the view: the root's real
@@ -83,6 +88,7 @@ func New(f agent.Files, opts Options) (*Server, error) {
 		root:      filepath.Clean(f.Root()),
 		max:       opts.MaxFileSize,
 		log:       opts.Log,
+		step:      opts.Step,
 		rootsDone: closedChan(),
 	}
 	if s.max <= 0 {
@@ -344,6 +350,9 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 		if t.writes {
 			s.writeMu.Lock()
 			defer s.writeMu.Unlock()
+			if s.step != nil {
+				defer s.step(clientName(req.Session), "tools/call "+t.name)()
+			}
 		}
 		r, err := t.run(s, ctx, a)
 		if err != nil {
@@ -355,6 +364,17 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 		}
 		return r.sdkResult(), nil
 	}
+}
+
+// clientName is the name an MCP client gave in initialize.
+func clientName(ss *sdk.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		return p.ClientInfo.Name
+	}
+	return ""
 }
 
 func errorResult(msg string) *sdk.CallToolResult {

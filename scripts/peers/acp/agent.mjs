@@ -154,7 +154,11 @@ acp
   .agent({ name: "draftfs-test-agent" })
   .onRequest(acp.methods.agent.initialize, ({ params }) => {
     clientCapabilities = params.clientCapabilities ?? null;
-    return { protocolVersion: acp.PROTOCOL_VERSION, agentCapabilities: { loadSession: true } };
+    return {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: { loadSession: true },
+      agentInfo: { name: "draftfs-test-agent", version: "1" },
+    };
   })
   .onRequest(acp.methods.agent.session.new, () => ({ sessionId: `sess-${++sessions}` }))
   .onRequest(acp.methods.agent.session.load, () => ({}))
