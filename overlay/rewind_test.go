@@ -269,4 +269,3 @@ func TestRewindKilled(t *testing.T) {
 	}
 	t.Logf("outcomes: %v", outcomes)
 }
-
