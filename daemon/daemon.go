@@ -89,7 +89,7 @@ func Start(opts Options) (*Daemon, error) {
 	if d.lock, err = lock(opts.StateDir, opts.Command); err != nil {
 		return nil, fmt.Errorf("%w%s; its socket is %s: stop it first, or use it: every draftfs command talks to it", err, runningMount(d.socket), d.socket)
 	}
-	d.ws, err = overlay.Open(overlay.Options{Root: opts.Workspace, StateDir: opts.StateDir, Watch: opts.Watch})
+	d.ws, err = overlay.Open(overlay.Options{Root: opts.Workspace, StateDir: opts.StateDir, Watch: opts.Watch, Quiet: overlay.DefaultQuiet})
 	if err != nil {
 		return nil, err
 	}

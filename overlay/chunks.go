@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // The timeline keeps contents as chunks cut where the content itself
@@ -61,6 +62,11 @@ func cuts(b []byte) []int {
 	return out
 }
 
+var flaters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	return w
+}}
+
 // chunkStore keeps chunks under dir, one file each.
 type chunkStore struct {
 	dir string
@@ -92,9 +98,12 @@ func (c *chunkStore) putChunk(b []byte) (string, error) {
 		return h, nil
 	}
 	var z bytes.Buffer
-	w, _ := flate.NewWriter(&z, flate.BestSpeed)
+	w := flaters.Get().(*flate.Writer) // a new one allocates 1 MB
+	w.Reset(&z)
 	w.Write(b)
-	if err := w.Close(); err != nil {
+	err := w.Close()
+	flaters.Put(w)
+	if err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

@@ -88,11 +88,7 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 		d.closeData()
 		return nil, err
 	}
-	quiet := w.quiet
-	if quiet == 0 {
-		quiet = DefaultQuiet
-	}
-	if d.tl, err = openTimeline(d, quiet); err != nil {
+	if d.tl, err = openTimeline(d, w.quiet); err != nil {
 		d.st.close()
 		d.closeData()
 		return nil, err

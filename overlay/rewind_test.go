@@ -104,7 +104,7 @@ func rewindSteps(t testing.TB, d *Draft) []map[string]string {
 func TestRewind(t *testing.T) {
 	root := t.TempDir()
 	cmWrite(t, root, map[string]string{"gone.txt": "g\n", "keep.txt": "k\n", "dir/old.txt": "o\n"})
-	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Quiet: -1})
+	w, err := Open(Options{Root: root, StateDir: t.TempDir()})
 	must(t, err)
 	defer w.Close()
 	d, _ := w.Draft("")
@@ -139,7 +139,7 @@ func TestRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	w, err = Open(Options{Root: root, StateDir: d.dir[:strings.Index(d.dir, "/drafts/")], Quiet: -1})
+	w, err = Open(Options{Root: root, StateDir: d.dir[:strings.Index(d.dir, "/drafts/")]})
 	must(t, err)
 	d, _ = w.Draft("")
 	if s := diffSnapshots(snaps[1], viewSnapshot(t, d.Fs(SourceCLI))); s != "" {
@@ -150,7 +150,7 @@ func TestRewind(t *testing.T) {
 // rewindWorker opens the state, says READY, and on a line from stdin
 // rewinds to the checkpoint named by DRAFTFS_REWIND_TO and says DONE.
 func rewindWorker() {
-	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE"), Quiet: -1})
+	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE")})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
@@ -201,7 +201,7 @@ func TestRewindKilled(t *testing.T) {
 			tree[fmt.Sprintf("many/f%03d", i)] = fmt.Sprintf("v0 %d\n", i)
 		}
 		cmWrite(t, root, tree)
-		w, err := Open(Options{Root: root, StateDir: state, Quiet: -1})
+		w, err := Open(Options{Root: root, StateDir: state})
 		must(t, err)
 		d, _ := w.Draft("")
 		f := d.Fs(SourceMount)
@@ -251,7 +251,7 @@ func TestRewindKilled(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 		}
-		w, err = Open(Options{Root: root, StateDir: state, Quiet: -1})
+		w, err = Open(Options{Root: root, StateDir: state})
 		if err != nil {
 			t.Fatalf("round %d (seed %d): reopen after kill: %v", round, seed, err)
 		}
@@ -268,4 +268,46 @@ func TestRewindKilled(t *testing.T) {
 		w.Close()
 	}
 	t.Logf("outcomes: %v", outcomes)
+}
+
+// TestQuietCheckpoint: writes through the mount make one checkpoint once
+// the draft is quiet, none while a step is under way.
+func TestQuietCheckpoint(t *testing.T) {
+	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir(), Quiet: 20 * time.Millisecond})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	end := d.BeginStep(Author{Source: SourceMCP, Name: "c"}, "call")
+	must(t, afero.WriteFile(f, "a", []byte("a\n"), 0o644))
+	time.Sleep(100 * time.Millisecond) // several quiet periods: the step holds them
+	if cps, _ := d.Timeline(); len(cps) != 0 {
+		t.Fatalf("a checkpoint during a step: %+v", cps)
+	}
+	if cp, err := end(); err != nil || cp == nil || cp.Author.Name != "c" {
+		t.Fatalf("the step's checkpoint: %+v %v", cp, err)
+	}
+	must(t, afero.WriteFile(f, "b", []byte("b\n"), 0o644))
+	must(t, afero.WriteFile(f, "c", []byte("c\n"), 0o644))
+	deadline := time.Now().Add(time.Minute) // a watchdog, not a timing
+	for {
+		cps, err := d.Timeline()
+		must(t, err)
+		// One checkpoint, or more when the machine is slow enough to
+		// leave a quiet period between the two writes.
+		var files []string
+		for _, cp := range cps[:len(cps)-1] {
+			if cp.Author.Source != SourceMount {
+				t.Fatalf("a quiet period's checkpoint: %+v", cp)
+			}
+			files = append(files, cp.Files...)
+		}
+		if strings.Join(files, ",") == "c,b" || strings.Join(files, ",") == "b,c" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint after the writes: %+v", cps)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

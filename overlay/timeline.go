@@ -483,16 +483,16 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 		files = append(files, k)
 		// A path without an entry shows what is below the draft: the
 		// base the other side's entry started from.
-		old, _ := tl.text(a, ea)
+		old := textChunks(a, ea)
 		if ea == nil {
-			old, _ = tl.baseText(b, eb)
+			old = baseChunks(b, eb)
 		}
-		cur, _ := tl.text(b, eb)
+		cur := textChunks(b, eb)
 		if eb == nil {
-			cur, _ = tl.baseText(a, ea)
+			cur = baseChunks(a, ea)
 		}
 		if old != nil || cur != nil {
-			ad, de, _ := textmerge.Stat(old, cur)
+			ad, de := tl.statChunks(old, cur)
 			added, deleted = added+ad, deleted+de
 		}
 	}
@@ -526,26 +526,55 @@ func sameInode(a, b *cpState, ea, eb *entry) bool {
 	return string(ja) == string(jb)
 }
 
-// text is what a path held at a state, for counting lines: the draft's
-// content, else the base it started from; nil for what is not a file of
-// countable size.
-func (tl *timeline) text(st *cpState, e *entry) ([]byte, error) {
+// textChunks are the chunks of what a path held at a state, for
+// counting lines: the draft's content, else the base it started from;
+// nil for what is not a file of countable size.
+func textChunks(st *cpState, e *entry) []string {
 	if e == nil || e.Kind != kindFile {
-		return nil, nil
+		return nil
 	}
 	if cd := st.Data[e.Ino]; e.Ino != 0 && cd != nil {
 		if cd.Size > statMax {
-			return nil, nil
+			return nil
 		}
-		return tl.chunks.get(cd.Chunks)
+		return cd.Chunks
 	}
-	return tl.baseText(st, e)
+	return baseChunks(st, e)
 }
 
-// baseText is the content an entry's base kept, for counting lines.
+// baseChunks are the chunks of the content an entry's base kept.
+func baseChunks(st *cpState, e *entry) []string {
+	if e != nil && e.Base != nil && e.Base.Kept && e.Base.Size <= statMax {
+		return st.Blobs[e.Base.Hash]
+	}
+	return nil
+}
+
+// statChunks counts the lines added and deleted from the content of
+// chunks a to that of chunks b. Only the chunks between their common
+// first and last ones are read: content-defined chunks of two versions
+// of a file differ only around the changes, and the lines cut at the
+// edges are the same on both sides, so the counts are exact.
+func (tl *timeline) statChunks(a, b []string) (added, deleted int) {
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	old, err1 := tl.chunks.get(a)
+	cur, err2 := tl.chunks.get(b)
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	added, deleted, _ = textmerge.Stat(old, cur)
+	return added, deleted
+}
+
+// baseText is the content an entry's base kept.
 func (tl *timeline) baseText(st *cpState, e *entry) ([]byte, error) {
-	if e != nil && e.Base != nil && e.Base.Kept && e.Base.Size <= statMax && st.Blobs[e.Base.Hash] != nil {
-		return tl.chunks.get(st.Blobs[e.Base.Hash])
+	if cs := baseChunks(st, e); cs != nil {
+		return tl.chunks.get(cs)
 	}
 	return nil, nil
 }

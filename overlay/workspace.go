@@ -39,8 +39,8 @@ type Options struct {
 	// only look.
 	ReadOnly bool
 	// Quiet is how long a draft must see no change before the changes
-	// since its last checkpoint make one (0: DefaultQuiet; negative:
-	// never, checkpoints come from BeginStep and Checkpoint only).
+	// since its last checkpoint make one (a daemon's: DefaultQuiet);
+	// 0: never, checkpoints come from BeginStep and Checkpoint only.
 	Quiet time.Duration
 }
 
