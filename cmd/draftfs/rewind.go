@@ -67,14 +67,16 @@ func checkpointID(s string) (uint64, error) {
 	return id, nil
 }
 
-// checkpointRange parses A..B; ok is false when s is not one.
+// checkpointRange parses A..B (A may be left out); ok is false when s
+// is not one (a path such as ../x).
 func checkpointRange(s string) (from, to uint64, ok bool, err error) {
 	a, b, found := strings.Cut(s, "..")
-	if !found {
-		return 0, 0, false, nil
+	number := func(x string) bool {
+		_, err := strconv.ParseUint(strings.TrimPrefix(x, "#"), 10, 64)
+		return err == nil
 	}
-	if _, err := strconv.ParseUint(strings.TrimPrefix(a, "#"), 10, 64); err != nil && a != "" {
-		return 0, 0, false, nil // a path with ".." in its name
+	if !found || !number(b) || a != "" && !number(a) {
+		return 0, 0, false, nil
 	}
 	if a != "" {
 		if from, err = checkpointID(a); err != nil {
