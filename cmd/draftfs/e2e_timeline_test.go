@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +150,4 @@ func TestTimelineRewind(t *testing.T) {
 	if r := f.run("run", "--", "draftfs", "rewind", "1"); r.code == 0 {
 		t.Errorf("rewind from inside run: %s", r)
 	}
-	_ = exec.Command
 }
