@@ -317,8 +317,7 @@ const ctimeTick = 20 * time.Millisecond
 // moved on both sides or on neither (values differ: the objects were
 // made at other times), when op succeeded. Objects changed within a
 // clock tick before are not compared: a movement is only told from none
-// across a tick. Nor is a chmod to the mode a file has: the mount does
-// not pass on what changes nothing (see sameAttrs).
+// across a tick. A chmod to the mode a file has moves it too.
 func ctimesAround(op fsOp, sides ...*side) func() string {
 	before, after := op.p, op.p
 	switch op.kind {
@@ -334,11 +333,6 @@ func ctimesAround(op fsOp, sides ...*side) func() string {
 			return time.Time{}, false
 		}
 		return time.Unix(st.Ctim.Unix()), true
-	}
-	if op.kind == "chmod" {
-		if fi, err := os.Stat(filepath.Join(sides[1].root, op.p)); err == nil && fi.Mode().Perm() == op.mode.Perm() {
-			return func() string { return "" }
-		}
 	}
 	was := make([]time.Time, len(sides))
 	for i, s := range sides {

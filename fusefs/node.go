@@ -302,8 +302,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			a.Mode = &mode
 		}
 	}
-	sameAttrs(&a, cur)
-	if a == (overlay.Attrs{}) { // nothing to change
+	if a == (overlay.Attrs{}) { // nothing asked
 		n.srv.fill(&out.Attr, cur)
 		return 0
 	}
@@ -317,23 +316,6 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	n.srv.fill(&out.Attr, fi)
 	n.changedBehind()
 	return 0
-}
-
-// sameAttrs drops from a the owner and mode that fi has already (tar
-// and cp -a restore them on every file they make): changing nothing
-// need not copy a file up or record a change in the draft.
-func sameAttrs(a *overlay.Attrs, fi fs.FileInfo) {
-	if at, ok := fi.Sys().(*overlay.Attr); ok {
-		if a.Uid != nil && uint32(*a.Uid) == at.Uid {
-			a.Uid = nil
-		}
-		if a.Gid != nil && uint32(*a.Gid) == at.Gid {
-			a.Gid = nil
-		}
-	}
-	if a.Mode != nil && *a.Mode == fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) {
-		a.Mode = nil
-	}
 }
 
 // Readlink implements NodeReadlinker.
@@ -517,12 +499,6 @@ func (s *Server) fill(out *fuse.Attr, fi fs.FileInfo) {
 		out.Rdev = uint32(a.Rdev)
 		out.Blocks = uint64(a.Blocks)
 		atime, ctime = a.Atime, a.Ctime
-	}
-	if fi.IsDir() {
-		// The merged view does not count subdirectories: 1 is the
-		// convention for that (btrfs does the same), and keeps find(1)
-		// from skipping directories on a wrong count.
-		out.Nlink = 1
 	}
 	if out.Blocks == 0 {
 		out.Blocks = (out.Size + 511) / 512

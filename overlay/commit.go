@@ -457,6 +457,10 @@ func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, owner
 // linkDisk makes op.Path a hard link of op.From, atomically; where the
 // disk layer cannot link, a copy.
 func (d *Draft) linkDisk(rec *commitRecord, op *commitOp) error {
+	special := op.Mode.Type()&specialTypes != 0
+	if special && !d.w.osDisk {
+		return fmt.Errorf("the disk layer cannot link special files")
+	}
 	if d.w.osDisk {
 		tmp := tempName(rec, op.Path)
 		d.w.dir.Remove(tmp)
@@ -466,6 +470,9 @@ func (d *Draft) linkDisk(rec *commitRecord, op *commitOp) error {
 		if err := d.w.dir.Rename(tmp, op.Path); err != nil {
 			d.w.dir.Remove(tmp)
 			return err
+		}
+		if special {
+			return nil // a FIFO or device node: never opened
 		}
 		b, err := afero.ReadFile(d.w.disk, diskName(op.Path))
 		op.Hash = hashBytes(b)

@@ -345,12 +345,16 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			// A socket is committed as nothing, as git and tar leave
 			// sockets out: only what the path held before goes.
 			op.Kind = opRemove
-		case e.Kind == kindSpecial:
-			// Each name made anew: a hard link of a special file is
-			// not worth the journal's while.
-			op.Kind, op.Mode, op.Rdev = opMknod, n.Mode, n.Rdev
 		case written[e.Ino] != "":
+			// Another name of an object this commit made: a hard link,
+			// a FIFO's or device node's as a file's.
 			op.Kind, op.From = opLink, written[e.Ino]
+			if e.Kind == kindSpecial {
+				op.Mode = n.Mode // no content to hash: undo checks the type
+			}
+		case e.Kind == kindSpecial:
+			op.Kind, op.Mode, op.Rdev = opMknod, n.Mode, n.Rdev
+			written[e.Ino] = k
 		default:
 			op.Kind, op.Mode, op.Xattr = opWrite, n.Mode, n.Xattr
 			if m, ok := merged[k]; ok {

@@ -38,9 +38,17 @@ type Draft struct {
 	// below each key. Both are indexes of entries.
 	children map[string]map[string]struct{}
 	below    map[string]int
-	inodes   map[uint64]*inode
-	links    map[uint64]int // entries naming each inode
-	nextIno  uint64
+	// subdirs is, for each directory key, how many more subdirectories
+	// the draft's entries in it make than the lower directory has: added
+	// to the disk's link count, it gives the merged directory's without
+	// listing the disk (see dirLinks).
+	subdirs map[string]int
+	inodes  map[uint64]*inode
+	// ctimes are the ctimes of lower objects a chmod or chown to what
+	// they had moved (see touchLocked), by key.
+	ctimes  map[string]int64
+	links   map[uint64]int // entries naming each inode
+	nextIno uint64
 	// writers counts the handles open for writing on each inode: a
 	// commit keeps their entries (see runLocked).
 	writers map[uint64]int
@@ -66,7 +74,7 @@ type Draft struct {
 }
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
-	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{},
+	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{}, ctimes: map[string]int64{},
 		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{}}
 	if !w.readOnly {
 		for _, sub := range []string{"data", "blobs", "undo"} {
@@ -132,9 +140,11 @@ func (d *Draft) reload() error {
 	d.noteBirths(d.inodes)
 	d.children = map[string]map[string]struct{}{}
 	d.below = map[string]int{}
+	d.subdirs = map[string]int{}
 	d.links = map[uint64]int{}
 	for k, e := range d.entries {
 		d.indexEntry(k)
+		d.countSubdir(k, e, 1)
 		if e.Ino != 0 {
 			if _, ok := d.inodes[e.Ino]; !ok {
 				return fmt.Errorf("overlay: %s: entry %q names missing inode %d: %w (move the file away to start an empty draft)", d.st.path, k, e.Ino, ErrCorrupt)
@@ -296,6 +306,28 @@ func (d *Draft) unindexEntry(key string) {
 	}
 }
 
+// countSubdir adds sign times what the entry e at key changes in the
+// number of subdirectories of key's directory: one more for a directory,
+// one less for covering (removing, replacing, renaming away) a lower
+// directory, as its base recorded when the draft first changed the
+// path. Must be called with d.mu held for writing.
+func (d *Draft) countSubdir(key string, e *entry, sign int) {
+	w := 0
+	if e.Kind == kindDir {
+		w++
+	}
+	if b := e.Base; b != nil && b.Exists && !b.NoLower && b.Kind == kindDir {
+		w--
+	}
+	if w == 0 {
+		return
+	}
+	p := parentOf(key)
+	if d.subdirs[p] += sign * w; d.subdirs[p] == 0 {
+		delete(d.subdirs, p)
+	}
+}
+
 // apply makes t durable and then applies it to memory. Must be called
 // with d.mu held for writing.
 func (d *Draft) apply(t *txn) error {
@@ -312,6 +344,9 @@ func (d *Draft) apply(t *txn) error {
 				delete(d.links, old.Ino)
 			}
 		}
+		if had {
+			d.countSubdir(k, old, -1)
+		}
 		if e == nil {
 			if had {
 				delete(d.entries, k)
@@ -320,6 +355,7 @@ func (d *Draft) apply(t *txn) error {
 			continue
 		}
 		d.entries[k] = e
+		d.countSubdir(k, e, 1)
 		if !had {
 			d.indexEntry(k)
 		}

@@ -78,7 +78,9 @@ type peeked struct {
 	ino      uint64 // the draft inode, 0 when the object is in the lower layers
 	n        inode
 	nlink    int
-	implicit bool // the draft has entries below key
+	implicit bool  // the draft has entries below key
+	subdirs  int   // d.subdirs[key]
+	ctime    int64 // d.ctimes[key]
 }
 
 // peek must be called with d.mu held.
@@ -91,6 +93,8 @@ func (d *Draft) peek(key string) peeked {
 		p.nlink = d.links[p.ino]
 	}
 	p.implicit = d.below[key] > 0
+	p.subdirs = d.subdirs[key]
+	p.ctime = d.ctimes[key]
 	return p
 }
 
@@ -126,11 +130,27 @@ func (d *Draft) describe(key string, p peeked) (fs.FileInfo, error) {
 		name = "/"
 	}
 	if p.ino != 0 {
-		return d.draftInfo(name, key, p.ino, &p.n, p.nlink)
+		fi, err := d.draftInfo(name, key, p.ino, &p.n, p.nlink)
+		if err == nil && fi.IsDir() {
+			lower := uint32(2)
+			if p.w.hasLower { // a directory of the disk's, changed in the draft
+				if lfi, err := d.diskLstat(p.w.lower); err == nil && lfi.IsDir() {
+					lower = infoFrom(name, p.w.lower, lfi).attr.Nlink
+				}
+			}
+			fi.attr.Nlink = dirLinks(lower, p.subdirs)
+		}
+		return fi, err
 	}
 	fi, err := d.lowerStat(name, p.w.lower)
+	if err == nil && fi.IsDir() {
+		fi.attr.Nlink = dirLinks(fi.attr.Nlink, p.subdirs)
+	}
 	if err == nil && p.w.e != nil && p.w.e.Ctime > fi.attr.Ctime.UnixNano() {
 		fi.attr.Ctime = time.Unix(0, p.w.e.Ctime) // renamed in the draft
+	}
+	if err == nil && p.ctime > fi.attr.Ctime.UnixNano() {
+		fi.attr.Ctime = time.Unix(0, p.ctime) // a chmod or chown that changed nothing
 	}
 	if err != nil && p.implicit && errors.Is(err, fs.ErrNotExist) {
 		// The draft has entries below a directory the disk lost.
@@ -146,6 +166,19 @@ func (d *Draft) describe(key string, p peeked) (fs.FileInfo, error) {
 		return nil, err
 	}
 	return fi, nil
+}
+
+// dirLinks is a merged directory's link count (2 and one per
+// subdirectory) from its lower directory's, lower, and the draft's
+// subdirectory count change in it. Where the disk does not count
+// subdirectories (btrfs gives directories 1 link) the merged directory
+// has 1 too, the convention for "not counted" that find(1) knows.
+func dirLinks(lower uint32, subdirs int) uint32 {
+	n := int64(lower) + int64(subdirs)
+	if lower < 2 || n < 2 {
+		return 1
+	}
+	return uint32(n)
 }
 
 // draftInfo describes a draft inode.

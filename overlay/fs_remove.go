@@ -172,6 +172,14 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 		d.mu.Unlock()
 		return err
 	}
+	if sameAttrs(a, fi) {
+		// A chmod or chown to what the object has (tar and cp -a
+		// restore both on every file they make) changes nothing but
+		// the ctime: nothing is copied up or logged.
+		d.touchLocked(key, p)
+		d.mu.Unlock()
+		return nil
+	}
 	var ino uint64
 	switch {
 	case fi.IsDir():
@@ -202,6 +210,41 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 		d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: kind, Source: f.src})
 	}
 	return err
+}
+
+// sameAttrs reports whether a sets only a mode and owner that fi has.
+func sameAttrs(a Attrs, fi fs.FileInfo) bool {
+	if a.Size != nil || a.Atime != nil || a.Mtime != nil || a == (Attrs{}) {
+		return false
+	}
+	at := fi.Sys().(*Attr)
+	return (a.Uid == nil || uint32(*a.Uid) == at.Uid) &&
+		(a.Gid == nil || uint32(*a.Gid) == at.Gid) &&
+		(a.Mode == nil || *a.Mode&permBits == fi.Mode()&permBits)
+}
+
+// touchLocked moves the ctime of the object at key, p, to now, for a
+// chmod or chown that changed nothing else. A lower object's is kept in
+// memory only (d.ctimes): the disk is not touched, and nothing needs
+// review. Must be called with d.mu held for writing.
+func (d *Draft) touchLocked(key string, p peeked) {
+	now := time.Now().UnixNano()
+	if p.ino == 0 {
+		d.ctimes[key] = now
+		return
+	}
+	n := d.inodes[p.ino]
+	if n.Data {
+		d.inodeChanged(p.ino, n, now) // the data file's ctime: no record
+		return
+	}
+	c := *n
+	c.Ctime = now
+	t := &txn{}
+	t.putInode(p.ino, &c)
+	if err := d.finish(t); err != nil {
+		n.Ctime = now // not recorded: shown until the next restart
+	}
 }
 
 // setattrLocked applies a to a draft inode. Must be called with d.mu held

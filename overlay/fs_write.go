@@ -336,13 +336,26 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 	if p.ino != 0 {
 		return p.ino, nil
 	}
+	t := &txn{}
+	ino, err := d.dirUpLocked(t, key, p)
+	if err != nil {
+		return 0, err
+	}
+	// No log line of its own: the change that needed the copy logs
+	// itself (chmod, chown, xattr).
+	return ino, d.finish(t)
+}
+
+// dirUpLocked stages in t a draft entry and inode for the lower
+// directory at key, p, which has none. Must be called with d.mu held
+// for writing.
+func (d *Draft) dirUpLocked(t *txn, key string, p peeked) (uint64, error) {
 	fi, err := d.lowerStat(baseOf(key), p.w.lower)
 	if err != nil {
 		return 0, err
 	}
-	t := &txn{}
 	ino, born := fi.attr.Ino, int64(0)
-	if !d.inoFree(ino) {
+	if _, staged := t.inodes[ino]; staged || !d.inoFree(ino) {
 		ino = d.allocIno(t)
 	} else {
 		born = d.birthOf(p.w.lower)
@@ -360,9 +373,7 @@ func (d *Draft) copyUpDirLocked(key string, p peeked, src Source) (uint64, error
 	t.putEntry(key, e)
 	t.putInode(ino, &inode{Mode: fi.Mode(), Mtime: fi.ModTime().UnixNano(), Atime: fi.attr.Atime.UnixNano(),
 		Ctime: fi.attr.Ctime.UnixNano(), Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x, Born: born})
-	// No log line of its own: the change that needed the copy logs
-	// itself (chmod, chown, xattr).
-	return ino, d.finish(t)
+	return ino, nil
 }
 
 // finish applies t and then releases the inodes no entry names any more:
@@ -583,22 +594,53 @@ func (d *Draft) stagedInode(t *txn, ino uint64) *inode {
 
 // touchDirsLocked moves to now, in t, the mtime and ctime of the
 // directories holding keys, as making, removing or renaming a name in a
-// directory does. A directory the draft has no inode for shows the
-// disk's times. Must be called with d.mu held for writing.
+// directory does. A directory of the disk's gets a draft inode for its
+// times (only the workspace root, which has no entry, keeps the disk's).
+// Must be called with d.mu held for writing.
 func (d *Draft) touchDirsLocked(t *txn, keys ...string) {
 	now := time.Now().UnixNano()
 	for _, k := range keys {
-		if k == "" {
+		dir := parentOf(k)
+		if k == "" || dir == "" {
 			continue
 		}
-		e := d.entries[parentOf(k)]
-		if e == nil || e.Kind != kindDir || e.Ino == 0 {
+		e, staged := t.entries[dir]
+		if !staged {
+			e = d.entries[dir]
+		}
+		ino := uint64(0)
+		switch {
+		case e != nil && e.Kind == kindDir:
+			ino = e.Ino
+		case e == nil && !staged:
+			ino = d.diskDirUpLocked(t, dir)
+		}
+		if ino == 0 {
 			continue
 		}
-		if n := d.stagedInode(t, e.Ino); n != nil {
+		if n := d.stagedInode(t, ino); n != nil {
 			n.Mtime, n.Ctime = now, now
 		}
 	}
+}
+
+// diskDirUpLocked stages in t a draft inode for the disk directory at
+// key, which the draft has no entry for; 0 when key is not a directory
+// on disk (a directory only an editor has keeps showing as one). Must
+// be called with d.mu held for writing.
+func (d *Draft) diskDirUpLocked(t *txn, key string) uint64 {
+	p := d.peek(key)
+	if p.err != nil || !p.w.hasLower {
+		return 0
+	}
+	if fi, err := d.diskLstat(p.w.lower); err != nil || !fi.IsDir() {
+		return 0
+	}
+	ino, err := d.dirUpLocked(t, key, p)
+	if err != nil {
+		return 0 // the disk's times show, as before
+	}
+	return ino
 }
 
 // inodeChanged moves the ctime of inode ino, n, to now. A data file's

@@ -646,6 +646,24 @@ func (m *model) opStat() {
 	op := fmt.Sprintf("stat(follow=%v) %s", follow, p)
 	if m.same(op, verr, rerr) {
 		m.compareInfo(op, vfi, rfi, true)
+		m.compareDirLinks(op, vfi, rfi)
+	}
+}
+
+// compareDirLinks compares a directory's link count: 2 and one per
+// subdirectory, on the reference's file system as on the disk's.
+func (m *model) compareDirLinks(op string, vfi, rfi fs.FileInfo) {
+	m.t.Helper()
+	if !rfi.IsDir() {
+		return
+	}
+	va, ok := vfi.Sys().(*overlay.Attr)
+	if !ok {
+		m.fail("%s: Sys() is %T", op, vfi.Sys())
+		return
+	}
+	if rn := rfi.Sys().(*syscall.Stat_t).Nlink; uint64(va.Nlink) != rn {
+		m.fail("%s: view directory nlink %d, reference %d", op, va.Nlink, rn)
 	}
 }
 

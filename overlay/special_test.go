@@ -3,12 +3,15 @@
 package overlay_test
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
@@ -139,6 +142,35 @@ func TestLowerSpecialFiles(t *testing.T) {
 	}
 }
 
+// TestLowerFIFOOpen: opening a FIFO that only the disk has through the
+// view (as an MCP or ACP read does) answers at once instead of waiting
+// for a writer: ENXIO, the kernel serves a FIFO's I/O, not the view.
+func TestLowerFIFOOpen(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"d/": ""})
+	must(t, unix.Mkfifo(e.disk("d/pipe"), 0o666))
+	must(t, unix.Mkfifo(e.disk("d/moved"), 0o666))
+	must(t, e.v.Rename("d/moved", "d/renamed")) // a redirect to the lower FIFO
+	for _, name := range []string{"d/pipe", "d/renamed"} {
+		done := make(chan error, 3)
+		go func() {
+			_, err := e.v.Open(name)
+			done <- err
+			_, err = e.v.OpenFile(name, os.O_RDWR, 0)
+			done <- err
+			_, err = afero.ReadFile(e.v, name)
+			done <- err
+		}()
+		for _, what := range []string{"open", "open for writing", "read"} {
+			select {
+			case err := <-done:
+				wantErrno(t, what+" "+name, err, syscall.ENXIO)
+			case <-time.After(time.Minute): // a watchdog, not a timing
+				t.Fatalf("%s %s waits for a writer", what, name)
+			}
+		}
+	}
+}
+
 // ctimeOf is name's ctime in the view, without following a symlink.
 func ctimeOf(t *testing.T, v *overlay.Fs, name string) time.Time {
 	t.Helper()
@@ -180,13 +212,19 @@ func TestCtime(t *testing.T) {
 	}
 	uid := os.Getuid()
 	for _, name := range []string{"d/f", "d/p", "d", "lower", "ldir"} {
+		fi, err := e.v.Lstat(name)
+		must(t, err)
+		same := fi.Mode() & fs.ModePerm
+		moves("chmod to the same mode", name, func() { must(t, e.v.Setattr(name, overlay.Attrs{Mode: &same})) })
+		ouid, ogid := int(attrOf(t, fi).Uid), int(attrOf(t, fi).Gid)
+		moves("chown to the same owner", name, func() { must(t, e.v.Setattr(name, overlay.Attrs{Uid: &ouid, Gid: &ogid})) })
 		moves("chmod", name, func() { must(t, e.v.Chmod(name, 0o700)) })
 		moves("chown", name, func() { must(t, e.v.Chown(name, uid, 12345)) })
 		moves("utimes", name, func() {
 			must(t, e.v.Chtimes(name, time.Unix(1e9, 5), time.Unix(1e9, 7)))
 		})
 		stays("stat", name, func() { e.v.Lstat(name) })
-		fi, err := e.v.Lstat(name)
+		fi, err = e.v.Lstat(name)
 		must(t, err)
 		if !fi.ModTime().Equal(time.Unix(1e9, 7)) || !attrOf(t, fi).Atime.Equal(time.Unix(1e9, 5)) {
 			t.Errorf("%s: utimes to (1e9.5, 1e9.7) gave atime %v, mtime %v", name, attrOf(t, fi).Atime, fi.ModTime())
@@ -217,18 +255,7 @@ func TestCtime(t *testing.T) {
 	moves("link", "d/p2", func() { must(t, e.v.Link("d/p2", "d/p3")) })
 	moves("unlink of another name", "d/p2", func() { must(t, e.v.Remove("d/p3")) })
 
-	dirMoves := func(what string, op func()) {
-		t.Helper()
-		before, err := e.v.Lstat("d")
-		must(t, err)
-		tick()
-		op()
-		after, err := e.v.Lstat("d")
-		must(t, err)
-		if !after.ModTime().After(before.ModTime()) || !attrOf(t, after).Ctime.After(attrOf(t, before).Ctime) {
-			t.Errorf("%s in d left its mtime at %v, ctime at %v", what, after.ModTime(), attrOf(t, after).Ctime)
-		}
-	}
+	dirMoves := func(what string, op func()) { t.Helper(); dirTimesMove(t, e.v, "d", what, op) }
 	dirMoves("create", func() { mustWrite(t, e.v, "d/new", "") })
 	dirMoves("mkdir", func() { must(t, e.v.Mkdir("d/sub", 0o755)) })
 	dirMoves("mknod", func() { must(t, e.v.Mknod("d/fifo", fs.ModeNamedPipe|0o600, 0)) })
@@ -244,6 +271,74 @@ func TestCtime(t *testing.T) {
 	stays("a restart", "d/p2", func() {})
 }
 
+// dirTimesMove fails the test unless op moves the mtime and ctime of
+// the directory dir.
+func dirTimesMove(t *testing.T, v *overlay.Fs, dir, what string, op func()) {
+	t.Helper()
+	before, err := v.Lstat(dir)
+	must(t, err)
+	time.Sleep(20 * time.Millisecond) // past a tick of the kernel's clock
+	op()
+	after, err := v.Lstat(dir)
+	must(t, err)
+	if !after.ModTime().After(before.ModTime()) || !attrOf(t, after).Ctime.After(attrOf(t, before).Ctime) {
+		t.Errorf("%s in %s left its mtime at %v, ctime at %v", what, dir, after.ModTime(), attrOf(t, after).Ctime)
+	}
+}
+
+// TestDiskDirectoryTimes: making and removing names in a directory that
+// only the disk has moves its mtime and ctime in the view, as on a local
+// disk, without the directory becoming a change to review or commit.
+func TestDiskDirectoryTimes(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"ldir/old": "x", "ldir/sub/": "", "other/keep": "k"})
+	old := time.Unix(1e9, 0)
+	for _, dir := range []string{"ldir", "ldir/sub", "other"} {
+		must(t, os.Chtimes(e.disk(dir), old, old))
+	}
+	moves := func(dir, what string, op func()) { t.Helper(); dirTimesMove(t, e.v, dir, what, op) }
+	moves("ldir", "create", func() { mustWrite(t, e.v, "ldir/new", "") })
+	moves("ldir/sub", "mkdir", func() { must(t, e.v.Mkdir("ldir/sub/d", 0o755)) })
+	moves("ldir/sub", "rmdir", func() { must(t, e.v.Remove("ldir/sub/d")) })
+	moves("ldir", "unlink", func() { must(t, e.v.Remove("ldir/old")) })
+	moves("other", "rename in", func() { must(t, e.v.Rename("ldir/new", "other/new")) })
+	moves("ldir", "rename out", func() { must(t, e.v.Rename("other/new", "ldir/back")) })
+	moves("ldir", "symlink", func() { must(t, e.v.Symlink("back", "ldir/l")) })
+	moves("ldir", "mknod", func() { must(t, e.v.Mknod("ldir/p", fs.ModeNamedPipe|0o600, 0)) })
+	for _, dir := range []string{"ldir/sub", "other"} {
+		if fi, err := e.v.Lstat(dir); err != nil || !fi.ModTime().After(old) {
+			t.Errorf("%s: mtime %v (%v) after names came and went in it", dir, fi.ModTime(), err)
+		}
+	}
+	// A chmod to what a disk file has moves its ctime, copying nothing.
+	mode := fs.FileMode(0o644)
+	must(t, os.Chmod(e.disk("other/keep"), mode))
+	before := ctimeOf(t, e.v, "other/keep")
+	time.Sleep(20 * time.Millisecond)
+	must(t, e.v.Setattr("other/keep", overlay.Attrs{Mode: &mode}))
+	if after := ctimeOf(t, e.v, "other/keep"); !after.After(before) {
+		t.Errorf("a chmod to the same mode left the ctime of a disk file at %v", after)
+	}
+	e.reopen()
+	if fi, err := e.v.Lstat("ldir"); err != nil || !fi.ModTime().After(old) {
+		t.Errorf("ldir after a restart: mtime %v (%v)", fi.ModTime(), err)
+	}
+	st, err := e.d.Status()
+	must(t, err)
+	var paths []string
+	for _, s := range st {
+		paths = append(paths, s.Change+" "+s.Path)
+	}
+	if want := []string{"added ldir/back", "added ldir/l", "deleted ldir/old", "added ldir/p"}; !slices.Equal(paths, want) {
+		t.Errorf("status %q, want %q: the directories themselves are no change", paths, want)
+	}
+	if _, err := e.d.Commit(overlay.CommitOptions{Source: overlay.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.d.Status(); err != nil || len(st) != 0 {
+		t.Errorf("status after the commit: %v, %v", st, err)
+	}
+}
+
 // TestCommitSpecialFiles: a commit makes the draft's FIFOs and (as
 // root) device nodes on disk, with their modes, and a socket as nothing;
 // what they replaced is kept for undo, which puts it back without ever
@@ -253,6 +348,7 @@ func TestCommitSpecialFiles(t *testing.T) {
 	must(t, unix.Mkfifo(e.disk("was-fifo"), 0o600))
 	must(t, e.v.Mknod("fifo", fs.ModeNamedPipe|0o640, 0))
 	must(t, e.v.Mknod("sock", fs.ModeSocket|0o755, 0))
+	must(t, e.v.Link("fifo", "fifo-link"))
 	must(t, e.v.Remove("was-file"))
 	must(t, e.v.Mknod("was-file", fs.ModeNamedPipe|0o604, 0)) // a FIFO over a file
 	must(t, e.v.Remove("was-fifo"))
@@ -276,6 +372,11 @@ func TestCommitSpecialFiles(t *testing.T) {
 	if _, err := os.Lstat(e.disk("sock")); !os.IsNotExist(err) {
 		t.Errorf("a socket was committed as something: %v", err)
 	}
+	var fifo, link unix.Stat_t
+	if err := errors.Join(unix.Lstat(e.disk("fifo"), &fifo), unix.Lstat(e.disk("fifo-link"), &link)); err != nil ||
+		fifo.Ino != link.Ino || fifo.Nlink != 2 {
+		t.Errorf("hard-linked FIFO committed as inodes %d and %d (%d links), %v: want one", fifo.Ino, link.Ino, fifo.Nlink, err)
+	}
 	if root {
 		var st unix.Stat_t
 		if err := unix.Lstat(e.disk("null"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
@@ -294,8 +395,10 @@ func TestCommitSpecialFiles(t *testing.T) {
 	if fi, err := os.Lstat(e.disk("was-fifo")); err != nil || fi.Mode() != fs.ModeNamedPipe|0o600 {
 		t.Errorf("undo: was-fifo %v, %v", fi, err)
 	}
-	if _, err := os.Lstat(e.disk("fifo")); !os.IsNotExist(err) {
-		t.Errorf("undo left the committed FIFO: %v", err)
+	for _, name := range []string{"fifo", "fifo-link"} {
+		if _, err := os.Lstat(e.disk(name)); !os.IsNotExist(err) {
+			t.Errorf("undo left the committed %s: %v", name, err)
+		}
 	}
 	if fi, err := e.v.Lstat("fifo"); err != nil || fi.Mode() != fs.ModeNamedPipe|0o640 {
 		t.Errorf("undo: the FIFO is back in the draft as %v, %v", fi, err)

@@ -107,7 +107,13 @@ func (d *Draft) changedSince(rec *commitRecord) []string {
 		ok, fi := d.diskHas(op.Path)
 		same := true
 		switch op.Kind {
-		case opWrite, opLink:
+		case opLink, opMknod:
+			if op.Mode.Type()&specialTypes != 0 {
+				same = ok && fi.Mode().Type() == op.Mode.Type()
+				break
+			}
+			fallthrough
+		case opWrite:
 			same = ok && fi.Mode().IsRegular() && d.diskHash(op.Path) == op.Hash
 		case opSymlink:
 			t, err := d.readlinkLower(op.Path)
@@ -116,8 +122,6 @@ func (d *Draft) changedSince(rec *commitRecord) []string {
 			same = ok
 		case opMkdir:
 			same = ok && fi.IsDir()
-		case opMknod:
-			same = ok && fi.Mode().Type() == op.Mode.Type()
 		case opRemove:
 			same = !ok
 		}
