@@ -24,6 +24,17 @@ import (
 // ErrTooLarge: a read asked for more than the caller's limit.
 var ErrTooLarge = errors.New("file is larger than the read limit")
 
+// ErrWriteTooLarge: a write is larger than one write can carry (see
+// WriteLimiter).
+var ErrWriteTooLarge = errors.New("file is larger than the write limit")
+
+// WriteLimiter is a Files whose WriteFile takes at most WriteLimit bytes
+// (the control socket's, whose messages are bounded); a front end
+// refuses a larger write before copying it.
+type WriteLimiter interface {
+	WriteLimit() int64
+}
+
 // ErrNotRegular: a read of a named pipe, socket or device, which could
 // block forever or never end.
 var ErrNotRegular = errors.New("not a regular file: only regular files are read")

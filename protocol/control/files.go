@@ -91,12 +91,18 @@ func (f *Files) ReadFile(key string, limit int64) ([]byte, error) {
 	return res.Data, nil
 }
 
-// WriteFile implements agent.Files. Files whose base64 text does not
-// fit a message (MaxMessage: about 48 MiB of data) are refused with
-// agent.ErrTooLarge without sending them.
+// WriteLimit implements agent.WriteLimiter: the most data whose base64
+// text, with the rest of the request, fits a message (MaxMessage).
+func (f *Files) WriteLimit() int64 {
+	return int64(base64.StdEncoding.DecodedLen(MaxMessage - 64<<10))
+}
+
+// WriteFile implements agent.Files. Files over WriteLimit are refused
+// with agent.ErrWriteTooLarge without sending them.
 func (f *Files) WriteFile(key string, data []byte, perm fs.FileMode) error {
-	if base64.StdEncoding.EncodedLen(len(data))+len(key)+1024 > MaxMessage {
-		return fmt.Errorf("write %s: %d bytes do not fit a control message (%d MiB): %w", key, len(data), MaxMessage>>20, agent.ErrTooLarge)
+	if limit := f.WriteLimit(); int64(len(data)) > limit || len(key) > 32<<10 {
+		return fmt.Errorf("write %s: %d bytes, over the limit of %d bytes for one write through the daemon's socket (%d MiB messages): %w",
+			key, len(data), limit, MaxMessage>>20, agent.ErrWriteTooLarge)
 	}
 	if data == nil {
 		data = []byte{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -96,21 +97,50 @@ func (s *stream) ReadObject(v any) error {
 // WriteObject implements jsonrpc2.ObjectStream: one line per message
 // (json.Marshal never emits a raw newline), written whole.
 func (s *stream) WriteObject(obj any) error {
+	if r, ok := obj.(*jsonrpc2.Request); ok && r.Params != nil && len(*r.Params) >= bigParams && r.Meta == nil && len(r.ExtraFields) == 0 {
+		return s.writeRequest(r)
+	}
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
-	return s.writeLine(b)
+	return s.writeLine(append(b, '\n'))
 }
 
-func (s *stream) writeLine(b []byte) error {
-	b = append(b, '\n')
+// bigParams is the size from which a request's params are written as
+// they are, not marshalled again.
+const bigParams = 64 << 10
+
+// writeRequest writes r with its params as jsonrpc2 marshalled them
+// (compact JSON, no newline): marshalling the request would copy a large
+// file's base64 text three more times (its MarshalJSON, the outer
+// Marshal, the newline).
+func (s *stream) writeRequest(r *jsonrpc2.Request) error {
+	head := struct {
+		JSONRPC string       `json:"jsonrpc"`
+		Method  string       `json:"method"`
+		ID      *jsonrpc2.ID `json:"id,omitempty"`
+	}{JSONRPC: "2.0", Method: r.Method}
+	if !r.Notif {
+		head.ID = &r.ID
+	}
+	b, err := json.Marshal(head)
+	if err != nil {
+		return err
+	}
+	b = append(b[:len(b)-1], `,"params":`...)
+	return s.writeLine(b, *r.Params, []byte("}\n"))
+}
+
+// writeLine writes the pieces of one line, which ends with a newline.
+func (s *stream) writeLine(pieces ...[]byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if d, ok := s.conn.(interface{ SetWriteDeadline(time.Time) error }); ok && s.writeTimeout > 0 {
 		d.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	}
-	_, err := s.conn.Write(b)
+	bufs := net.Buffers(pieces)
+	_, err := bufs.WriteTo(s.conn)
 	if err != nil {
 		// A message may be half written: nothing after it could be read.
 		s.conn.Close()
@@ -135,7 +165,7 @@ func (s *stream) reject(id json.RawMessage, code int64, msg string) {
 	if err != nil {
 		return
 	}
-	s.writeLine(b) // a failed write shows up as the next read's error
+	s.writeLine(append(b, '\n')) // a failed write shows up as the next read's error
 }
 
 // badMessage is why a line is not a message jsonrpc2 can take.

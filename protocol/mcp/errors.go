@@ -55,7 +55,7 @@ func fsError(err error, op string, paths ...string) error {
 	switch {
 	case errors.As(err, &te):
 		return err
-	case errors.Is(err, agent.ErrTooLarge), errors.Is(err, agent.ErrNotRegular), errors.Is(err, overlay.ErrOutside):
+	case errors.Is(err, agent.ErrTooLarge), errors.Is(err, agent.ErrWriteTooLarge), errors.Is(err, agent.ErrNotRegular), errors.Is(err, overlay.ErrOutside):
 		return &toolError{msg: err.Error()}
 	}
 	errno := errnoOf(err)

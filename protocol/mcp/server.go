@@ -347,6 +347,8 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 		if err != nil {
 			return errorResult(err.Error()), nil
 		}
+		// Parsed: the raw copy of a large write's text can go.
+		req.Params.Arguments = nil
 		if t.writes {
 			s.writeMu.Lock()
 			defer s.writeMu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/draftfs/draftfs/protocol/mcp/internal/reference"
 
+	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
@@ -38,10 +39,30 @@ func (s *Server) writeFile(_ context.Context, a args) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.write(t, []byte(a.str("content"))); err != nil {
+	content := a.str("content")
+	if err := s.checkWriteSize(t, len(content)); err != nil {
+		return nil, err
+	}
+	// The text is copied once more, to bytes: the arguments' copy goes
+	// now, so a write holds few copies of a large content at once.
+	delete(a, "content")
+	data := []byte(content)
+	content = ""
+	if err := s.write(t, data); err != nil {
 		return nil, err
 	}
 	return textResult("Successfully wrote to " + a.str("path")), nil
+}
+
+// checkWriteSize refuses, before any copy, a write of n bytes larger
+// than the view takes in one write.
+func (s *Server) checkWriteSize(t target, n int) error {
+	l, ok := s.f.(agent.WriteLimiter)
+	if !ok || int64(n) <= l.WriteLimit() {
+		return nil
+	}
+	return errorf("File too large to write: %s is %s, over the %s limit for one write (the draftfs daemon's message size)",
+		t.abs, reference.FormatSize(int64(n)), reference.FormatSize(l.WriteLimit()))
 }
 
 // write replaces or creates a file in the draft; unlike Files.WriteFile
