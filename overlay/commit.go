@@ -5,6 +5,7 @@ package overlay
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -645,7 +646,7 @@ func copyFile(src, dst string) error {
 }
 
 // copyTree copies a file, symlink or directory tree between file systems,
-// keeping modes and mtimes.
+// keeping modes, mtimes and, as far as the caller may, owners.
 func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 	fi, err := lstatDisk(from, strings.TrimPrefix(src, "/"))
 	if err != nil {
@@ -662,7 +663,10 @@ func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 		if err != nil {
 			return err
 		}
-		return l.SymlinkIfPossible(t, dst)
+		if err := l.SymlinkIfPossible(t, dst); err != nil {
+			return err
+		}
+		return keepOwner(to, dst, fi)
 	case fi.Mode()&fs.ModeSocket != 0:
 		return nil // a socket is nothing without its listener
 	case kindOf(fi.Mode()) == kindSpecial:
@@ -672,6 +676,9 @@ func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 			rdev = st.Rdev
 		}
 		if err := mknodOn(to, dst, fi.Mode(), rdev); err != nil {
+			return err
+		}
+		if err := keepOwner(to, dst, fi); err != nil {
 			return err
 		}
 		return to.Chtimes(dst, fi.ModTime(), fi.ModTime())
@@ -692,6 +699,9 @@ func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 			if err := copyTree(from, src+"/"+n, to, dst+"/"+n); err != nil {
 				return err
 			}
+		}
+		if err := keepOwner(to, dst, fi); err != nil { // before the chmod, which a chown may clear
+			return err
 		}
 		if err := to.Chmod(dst, fi.Mode()); err != nil {
 			return err
@@ -714,8 +724,32 @@ func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 	if err != nil {
 		return err
 	}
+	if err := keepOwner(to, dst, fi); err != nil { // before the chmod, which a chown may clear
+		return err
+	}
 	if err := to.Chmod(dst, fi.Mode()); err != nil {
 		return err
 	}
 	return to.Chtimes(dst, fi.ModTime(), fi.ModTime())
+}
+
+// keepOwner gives dst, not following a symlink, the owner of the object
+// fi describes. Only root may give away files: for anyone else the copy
+// keeps its maker's, who owned what they could back up anyway.
+func keepOwner(to afero.Fs, dst string, fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	var err error
+	switch v := to.(type) {
+	case beneath.FS: // its Chown does not follow a final symlink
+		err = v.Chown(dst, int(st.Uid), int(st.Gid))
+	case *afero.OsFs:
+		err = os.Lchown(dst, int(st.Uid), int(st.Gid))
+	}
+	if errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0 {
+		return nil
+	}
+	return err
 }

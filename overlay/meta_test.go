@@ -161,3 +161,40 @@ func TestLogEveryWriterOfAFile(t *testing.T) {
 		t.Fatalf("log: %v, want %s", got, want)
 	}
 }
+
+// TestUndoRestoresOwners: undo gives back what a commit replaced or
+// removed with its owners, not the committer's (root's).
+func TestUndoRestoresOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	e := newViewEnv(t, map[string]string{"theirs": "t\n", "d/f": "f\n", "gone": "g\n"})
+	must(t, os.Symlink("theirs", e.disk("link")))
+	owners := map[string][2]int{"theirs": {65534, 1234}, "d": {4321, 4321}, "d/f": {65534, 65534}, "gone": {1234, 65534}, "link": {4321, 1234}}
+	for k, o := range owners {
+		must(t, os.Lchown(e.disk(k), o[0], o[1]))
+	}
+	mustWrite(t, e.v, "theirs", "changed\n")
+	must(t, e.v.RemoveAll("d"))
+	must(t, e.v.Remove("gone"))
+	must(t, e.v.Remove("link"))
+	mustWrite(t, e.v, "link", "a file over a symlink\n")
+	// The new file is root's, over a symlink of 4321's: asked for.
+	if _, err := e.d.Commit(overlay.CommitOptions{Source: overlay.SourceCLI, AllowOwner: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.d.Undo(overlay.SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	for k, o := range owners {
+		fi, err := os.Lstat(e.disk(k))
+		if err != nil {
+			t.Errorf("%s after undo: %v", k, err)
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != o[0] || int(st.Gid) != o[1] {
+			t.Errorf("%s after undo owned by %d:%d, want %d:%d", k, st.Uid, st.Gid, o[0], o[1])
+		}
+	}
+}
