@@ -332,6 +332,9 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 				op.OldMode = fi.Mode() // what undo gives the moved object back
 			}
 		case e.Kind == kindDir && !e.Opaque && e.Base != nil && e.Base.Exists && e.Base.Kind == kindDir:
+			if modeBits(n.Mode) == modeBits(e.Base.Mode) && !d.metaOf(item{key: k, e: *e, n: *n}).any() {
+				continue // only its times changed (names made in it): nothing to write
+			}
 			op.Kind, op.Mode, op.OldMode = opChmod, n.Mode, e.Base.Mode
 			replaces = false
 		case e.Kind == kindDir:

@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 		rewindWorker()
 		return
 	}
+	if os.Getenv("DRAFTFS_ROLLBACK_WORKER") != "" {
+		rollbackWorker()
+		return
+	}
 	os.Exit(m.Run())
 }
 
