@@ -178,6 +178,8 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 		// the ctime: nothing is copied up or logged.
 		d.touchLocked(key, p)
 		d.mu.Unlock()
+		// Its ctime moved: what front ends cache of its attributes goes.
+		d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: ChangeAttr, Source: f.src})
 		return nil
 	}
 	var ino uint64
