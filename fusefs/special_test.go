@@ -174,12 +174,17 @@ func TestCtimeThroughMount(t *testing.T) {
 	if after := ctime(f + "3"); after.Nano() <= before.Nano() {
 		t.Errorf("rename left the ctime at %v", after)
 	}
-	for what, op := range map[string]func() error{
-		"create": func() error { return os.WriteFile(filepath.Join(dir, "new"), nil, 0o644) },
-		"mkfifo": func() error { return unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644) },
-		"unlink": func() error { return os.Remove(filepath.Join(dir, "fifo")) },
-		"rename": func() error { return os.Rename(f+"3", filepath.Join(m.mnt, "out")) },
+	// In this order: the unlink removes what mkfifo made.
+	for _, step := range []struct {
+		what string
+		op   func() error
+	}{
+		{"create", func() error { return os.WriteFile(filepath.Join(dir, "new"), nil, 0o644) }},
+		{"mkfifo", func() error { return unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644) }},
+		{"unlink", func() error { return os.Remove(filepath.Join(dir, "fifo")) }},
+		{"rename", func() error { return os.Rename(f+"3", filepath.Join(m.mnt, "out")) }},
 	} {
+		what, op := step.what, step.op
 		before := lstat(t, dir)
 		tick()
 		if err := op(); err != nil {
