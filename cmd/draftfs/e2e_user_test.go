@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,18 +91,20 @@ const (
 // open only until the next one ends.
 func openFUSE(t *testing.T) {
 	t.Helper()
-	fi, err := os.Stat("/dev/fuse")
-	if err != nil {
-		t.Skipf("no /dev/fuse: %v", err)
-	}
-	if fi.Mode().Perm()&0o006 == 0o006 {
-		if _, err := os.Stat(fuseHolders); errors.Is(err, os.ErrNotExist) {
-			return // open already, as on a stock Debian
-		}
-	}
 	me := strconv.Itoa(os.Getpid())
+	stock := false
+	// The mode is read under the lock: read before it, it could be a
+	// holder's 0666 that the holder puts back before this test runs.
 	withFUSELock(t, func(mode os.FileMode, holders []string) (os.FileMode, []string) {
 		if len(holders) == 0 {
+			fi, err := os.Stat("/dev/fuse")
+			if err != nil {
+				t.Skipf("no /dev/fuse: %v", err)
+			}
+			if fi.Mode().Perm()&0o006 == 0o006 {
+				stock = true // open already, as on a stock Debian
+				return mode, holders
+			}
 			mode = fi.Mode().Perm()
 			if err := os.Chmod("/dev/fuse", 0o666); err != nil {
 				t.Skipf("cannot open /dev/fuse to other users: %v", err)
@@ -111,6 +112,9 @@ func openFUSE(t *testing.T) {
 		}
 		return mode, append(holders, me)
 	})
+	if stock {
+		return
+	}
 	t.Cleanup(func() {
 		withFUSELock(t, func(mode os.FileMode, holders []string) (os.FileMode, []string) {
 			if i := indexOf(holders, me); i >= 0 {
