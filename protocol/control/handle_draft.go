@@ -46,6 +46,66 @@ func (s *Server) existingDraft(name string) (*overlay.Draft, error) {
 	return s.ws.Draft(name)
 }
 
+// draftRequest is the params of a method on one draft: the draft they
+// name ("": the daemon's) and who acts, for the log ("": the default).
+type draftRequest interface {
+	ref() (draft, source string)
+}
+
+// checkedRequest is a draftRequest whose members must agree with each
+// other: check says how they do not, before any draft is opened.
+type checkedRequest interface {
+	check() error
+}
+
+// access is how a method opens the draft its request names.
+type access int
+
+const (
+	// reads: the draft must exist (reading never creates one).
+	reads access = iota
+	// writes: the draft is made if need be; the source defaults to the CLI.
+	writes
+	// fsWrites: as writes, for a front end's fs/* request, which must
+	// name its source.
+	fsWrites
+)
+
+// onDraft makes the handler of a method on one draft: it decodes the
+// params (with the required members), checks them and the source, opens
+// the draft as how says, then runs op.
+func onDraft[P draftRequest](how access, op func(*conn, P, *overlay.Draft, overlay.Source) (any, error), required ...string) func(*conn, context.Context, *jsonrpc2.Request) (any, error) {
+	return func(cn *conn, _ context.Context, req *jsonrpc2.Request) (any, error) {
+		var p P
+		if err := decode(req, &p, required...); err != nil {
+			return nil, err
+		}
+		if c, ok := any(p).(checkedRequest); ok {
+			if err := c.check(); err != nil {
+				return nil, err
+			}
+		}
+		name, source := p.ref()
+		dflt := overlay.SourceCLI
+		if how == fsWrites {
+			dflt = ""
+		}
+		src, err := sourceOf(source, dflt)
+		if err != nil {
+			return nil, err
+		}
+		open := cn.s.draft
+		if how == reads {
+			open = cn.s.existingDraft
+		}
+		d, err := open(name)
+		if err != nil {
+			return nil, err
+		}
+		return op(cn, p, d, src)
+	}
+}
+
 // CheckDraftExists fails, naming the drafts there are, when ws has no
 // draft called name (the default one always exists).
 func CheckDraftExists(ws *overlay.Workspace, name string) error {
@@ -122,23 +182,8 @@ func withChanges(d *overlay.Draft, keys []string) error {
 	return nil
 }
 
-// pathsOf decodes the PathsParams of a request that only reads and
-// maps them to keys of their draft, which must exist.
-func (cn *conn) pathsOf(req *jsonrpc2.Request) (*overlay.Draft, []string, error) {
-	var p PathsParams
-	if err := decode(req, &p); err != nil {
-		return nil, nil, err
-	}
-	d, err := cn.s.existingDraft(p.Draft)
-	if err != nil {
-		return nil, nil, err
-	}
+func (cn *conn) status(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	keys, err := cn.s.names(d, p.Paths)
-	return d, keys, err
-}
-
-func (cn *conn) status(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	d, keys, err := cn.pathsOf(req)
 	if err != nil {
 		return nil, err
 	}
@@ -149,30 +194,25 @@ func (cn *conn) status(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return st, err
 }
 
-func (cn *conn) diff(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	diffs, _, err := cn.diffsOf(req)
-	return diffs, err
+func (cn *conn) diff(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+	return cn.s.diffs(p, d)
 }
 
-// diffsOf answers draft/diff, and gives draft/hunks what it lists.
-func (cn *conn) diffsOf(req *jsonrpc2.Request) ([]overlay.FileDiff, PathsParams, error) {
-	var p PathsParams
-	if err := decode(req, &p); err != nil {
-		return nil, p, err
-	}
-	d, keys, err := cn.pathsOf(req)
+// diffs answers draft/diff, and gives draft/hunks what it lists.
+func (s *Server) diffs(p PathsParams, d *overlay.Draft) ([]overlay.FileDiff, error) {
+	keys, err := s.names(d, p.Paths)
 	if err != nil {
-		return nil, p, err
+		return nil, err
 	}
 	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored})
 	if diffs == nil && err == nil {
 		diffs = []overlay.FileDiff{}
 	}
-	return diffs, p, err
+	return diffs, err
 }
 
-func (cn *conn) hunks(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	diffs, p, err := cn.diffsOf(req)
+func (cn *conn) hunks(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+	diffs, err := cn.s.diffs(p, d)
 	if err != nil {
 		return nil, err
 	}
@@ -186,15 +226,7 @@ func (cn *conn) hunks(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return out, nil
 }
 
-func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p ReadParams
-	if err := decode(req, &p, "path"); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.existingDraft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) read(p ReadParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	key, err := d.Resolve(p.Path)
 	if err != nil {
 		return nil, err
@@ -209,18 +241,7 @@ func (cn *conn) read(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return ReadResult{Path: key, Data: b, Binary: true}, nil
 }
 
-func (cn *conn) commit(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p CommitParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	if len(p.Hunks) > 0 && len(p.Paths) > 0 {
-		return nil, invalidParams(`draft/commit: give "paths" or "hunks", not both`)
-	}
-	d, src, err := cn.s.draftFor(p.Draft, p.Source)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) commit(p CommitParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	keys, err := cn.s.names(d, p.Paths)
 	if err != nil {
 		return nil, err
@@ -310,24 +331,7 @@ func (cn *conn) reportProgress(opts *overlay.CommitOptions) (stop func()) {
 	}
 }
 
-func (cn *conn) discard(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p DiscardParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	given := 0
-	for _, g := range []bool{p.All, len(p.Paths) > 0, len(p.Hunks) > 0} {
-		if g {
-			given++
-		}
-	}
-	if given != 1 {
-		return nil, invalidParams(`draft/discard: give one of "paths", "hunks" or "all": true`)
-	}
-	d, src, err := cn.s.draftFor(p.Draft, p.Source)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) discard(p DiscardParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	if len(p.Hunks) > 0 {
 		taken, err := d.DiscardHunks(p.Hunks, src)
 		if err != nil {
@@ -337,6 +341,7 @@ func (cn *conn) discard(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	}
 	var keys []string
 	if !p.All {
+		var err error
 		if keys, err = cn.s.names(d, p.Paths); err != nil {
 			return nil, err
 		}
@@ -354,39 +359,15 @@ func (cn *conn) discard(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return PathsResult{Paths: dropped}, nil
 }
 
-func (cn *conn) undo(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p SourceParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	d, src, err := cn.s.draftFor(p.Draft, p.Source)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) undo(_ SourceParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	return d.Undo(src)
 }
 
-func (cn *conn) gc(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p GCParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.draft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) gc(p GCParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	return d.GC(p.DryRun)
 }
 
-func (cn *conn) log(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p DraftParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.existingDraft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) log(_ DraftParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	entries, err := d.Log()
 	if entries == nil && err == nil {
 		entries = []overlay.LogEntry{}
@@ -402,27 +383,13 @@ func (cn *conn) mount(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if cn.s.opts.Mount == nil {
 		return nil, errors.New("this draftfs process cannot mount: start one with `draftfs serve`")
 	}
-	name := p.Draft
-	if name == "" {
-		name = cn.s.opts.Draft
-	}
-	if _, err := cn.s.ws.Draft(name); err != nil {
+	d, err := cn.s.draft(p.Draft)
+	if err != nil {
 		return nil, err
 	}
-	dir, err := cn.s.opts.Mount(name)
+	dir, err := cn.s.opts.Mount(d.Name())
 	if err != nil {
 		return nil, err
 	}
 	return MountResult{Mount: dir}, nil
-}
-
-// draftFor is the named draft and the source a review method logs
-// (default: the CLI).
-func (s *Server) draftFor(draft, source string) (*overlay.Draft, overlay.Source, error) {
-	src, err := sourceOf(source, overlay.SourceCLI)
-	if err != nil {
-		return nil, "", err
-	}
-	d, err := s.draft(draft)
-	return d, src, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/agent"
 )
 
@@ -14,18 +15,11 @@ import (
 // the socket, see Files. Paths are keys, as Files.Resolve returns them
 // ("" is the root); they are still checked to stay in the workspace.
 
-// local is the merged view a fs/* request works on, and its key.
-func (cn *conn) local(p *FsParams) (*agent.Local, string, error) {
-	src, err := sourceOf(p.Source, "")
-	if err != nil {
-		return nil, "", err
-	}
-	d, err := cn.s.draft(p.Draft)
-	if err != nil {
-		return nil, "", err
-	}
+// local is the merged view a fs/* request works on, and the key of p;
+// the connection becomes a user of the draft.
+func (cn *conn) local(d *overlay.Draft, src overlay.Source, p string) (*agent.Local, string, error) {
 	cn.use(d.Name())
-	key, err := cn.s.key(p.Path)
+	key, err := cn.s.key(p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -40,28 +34,26 @@ func (s *Server) key(p string) (string, error) {
 	return s.ws.Rel(p)
 }
 
-// fsCall decodes FsParams and runs op on the view and key.
-func (cn *conn) fsCall(req *jsonrpc2.Request, op func(*agent.Local, string) (any, error)) (any, error) {
-	var p FsParams
-	if err := decode(req, &p, "source"); err != nil {
-		return nil, err
-	}
-	l, key, err := cn.local(&p)
-	if err != nil {
-		return nil, err
-	}
-	return op(l, key)
+// onPath makes the handler of an fs/* method on one path (FsParams): op
+// gets the view the front end acts in and the path's key.
+func onPath(op func(*agent.Local, string) (any, error)) func(*conn, context.Context, *jsonrpc2.Request) (any, error) {
+	return onDraft(fsWrites, func(cn *conn, p FsParams, d *overlay.Draft, src overlay.Source) (any, error) {
+		l, key, err := cn.local(d, src, p.Path)
+		if err != nil {
+			return nil, err
+		}
+		return op(l, key)
+	}, "source")
 }
 
-func (cn *conn) fsResolve(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p FsParams
-	if err := decode(req, &p, "source", "path"); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.draft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func fsStat(l *agent.Local, key string) (any, error)      { return l.Stat(key) }
+func fsLstat(l *agent.Local, key string) (any, error)     { return l.Lstat(key) }
+func fsReadDir(l *agent.Local, key string) (any, error)   { return l.ReadDir(key) }
+func fsMkdirAll(l *agent.Local, key string) (any, error)  { return nil, l.MkdirAll(key) }
+func fsRemove(l *agent.Local, key string) (any, error)    { return nil, l.Remove(key) }
+func fsRemoveAll(l *agent.Local, key string) (any, error) { return nil, l.RemoveAll(key) }
+
+func (cn *conn) fsResolve(p FsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	key, err := d.Resolve(p.Path)
 	if err != nil {
 		return nil, err
@@ -69,36 +61,8 @@ func (cn *conn) fsResolve(_ context.Context, req *jsonrpc2.Request) (any, error)
 	return KeyResult{Key: key}, nil
 }
 
-func (cn *conn) fsStat(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return l.Stat(key) })
-}
-
-func (cn *conn) fsLstat(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return l.Lstat(key) })
-}
-
-func (cn *conn) fsReadDir(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return l.ReadDir(key) })
-}
-
-func (cn *conn) fsMkdirAll(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return nil, l.MkdirAll(key) })
-}
-
-func (cn *conn) fsRemove(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return nil, l.Remove(key) })
-}
-
-func (cn *conn) fsRemoveAll(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	return cn.fsCall(req, func(l *agent.Local, key string) (any, error) { return nil, l.RemoveAll(key) })
-}
-
-func (cn *conn) fsReadFile(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p FsReadParams
-	if err := decode(req, &p, "source"); err != nil {
-		return nil, err
-	}
-	l, key, err := cn.local(&p.FsParams)
+func (cn *conn) fsReadFile(p FsReadParams, d *overlay.Draft, src overlay.Source) (any, error) {
+	l, key, err := cn.local(d, src, p.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -113,15 +77,8 @@ func (cn *conn) fsReadFile(_ context.Context, req *jsonrpc2.Request) (any, error
 	return DataResult{Data: b}, nil
 }
 
-func (cn *conn) fsWriteFile(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p FsWriteParams
-	if err := decode(req, &p, "source", "path", "data"); err != nil {
-		return nil, err
-	}
-	if p.Mode&^0o7777 != 0 {
-		return nil, invalidParams(`fs/writeFile: "mode" takes permission bits only (at most 0o7777), not %#o`, p.Mode)
-	}
-	l, key, err := cn.local(&p.FsParams)
+func (cn *conn) fsWriteFile(p FsWriteParams, d *overlay.Draft, src overlay.Source) (any, error) {
+	l, key, err := cn.local(d, src, p.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -132,29 +89,21 @@ func (cn *conn) fsWriteFile(_ context.Context, req *jsonrpc2.Request) (any, erro
 	return nil, l.WriteFile(key, p.Data, mode)
 }
 
-func (cn *conn) fsRename(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p FsRenameParams
-	if err := decode(req, &p, "source", "from", "to"); err != nil {
-		return nil, err
-	}
+func (cn *conn) fsRename(p FsRenameParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	from, err := cn.s.key(p.From)
 	if err != nil {
 		return nil, err
 	}
-	to, err := cn.s.key(p.To)
-	if err != nil {
-		return nil, err
-	}
-	l, _, err := cn.local(&FsParams{Draft: p.Draft, Source: p.Source})
+	l, to, err := cn.local(d, src, p.To)
 	if err != nil {
 		return nil, err
 	}
 	return nil, l.Rename(from, to)
 }
 
-func (cn *conn) fsDiscard(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p FsDiscardParams
-	if err := decode(req, &p, "source"); err != nil {
+func (cn *conn) fsDiscard(p FsDiscardParams, d *overlay.Draft, src overlay.Source) (any, error) {
+	l, _, err := cn.local(d, src, "")
+	if err != nil {
 		return nil, err
 	}
 	var keys []string // nil: all
@@ -167,10 +116,6 @@ func (cn *conn) fsDiscard(_ context.Context, req *jsonrpc2.Request) (any, error)
 			}
 			keys = append(keys, k)
 		}
-	}
-	l, _, err := cn.local(&FsParams{Draft: p.Draft, Source: p.Source})
-	if err != nil {
-		return nil, err
 	}
 	return nil, l.Discard(keys)
 }

@@ -44,6 +44,10 @@ type RangeParams struct {
 	Paths []string `json:"paths,omitempty"`
 }
 
+func (p StepParams) ref() (string, string)   { return p.Draft, "" }
+func (p RewindParams) ref() (string, string) { return p.Draft, p.Source }
+func (p RangeParams) ref() (string, string)  { return p.Draft, "" }
+
 // steps are a connection's steps under way, ended when it ends: a
 // `draftfs run` killed must not hold the draft's checkpoints back.
 type steps struct {
@@ -82,15 +86,7 @@ func (s *steps) endAll() {
 	}
 }
 
-func (cn *conn) beginStep(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p StepParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.draft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) beginStep(p StepParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	if p.Author.Source == "" {
 		p.Author.Source = overlay.SourceCLI
 	}
@@ -114,39 +110,15 @@ func (cn *conn) endStep(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return end()
 }
 
-func (cn *conn) timeline(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p DraftParams
-	if err := decode(req, &p); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.existingDraft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) timeline(_ DraftParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	return d.Timeline()
 }
 
-func (cn *conn) rewind(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p RewindParams
-	if err := decode(req, &p, "checkpoint"); err != nil {
-		return nil, err
-	}
-	d, src, err := cn.s.draftFor(p.Draft, p.Source)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) rewind(p RewindParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	return d.Rewind(p.Checkpoint, overlay.Author{Source: src})
 }
 
-func (cn *conn) diffRange(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p RangeParams
-	if err := decode(req, &p, "to"); err != nil {
-		return nil, err
-	}
-	d, err := cn.s.existingDraft(p.Draft)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) diffRange(p RangeParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	keys, err := cn.s.names(d, p.Paths)
 	if err != nil {
 		return nil, err

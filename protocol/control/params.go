@@ -258,6 +258,44 @@ type DataResult struct {
 	Data []byte `json:"data"`
 }
 
+func (p DraftParams) ref() (string, string)     { return p.Draft, "" }
+func (p GCParams) ref() (string, string)        { return p.Draft, "" }
+func (p SourceParams) ref() (string, string)    { return p.Draft, p.Source }
+func (p PathsParams) ref() (string, string)     { return p.Draft, "" }
+func (p ReadParams) ref() (string, string)      { return p.Draft, "" }
+func (p CommitParams) ref() (string, string)    { return p.Draft, p.Source }
+func (p DiscardParams) ref() (string, string)   { return p.Draft, p.Source }
+func (p FsParams) ref() (string, string)        { return p.Draft, p.Source }
+func (p FsRenameParams) ref() (string, string)  { return p.Draft, p.Source }
+func (p FsDiscardParams) ref() (string, string) { return p.Draft, p.Source }
+
+func (p CommitParams) check() error {
+	if len(p.Hunks) > 0 && len(p.Paths) > 0 {
+		return invalidParams(`draft/commit: give "paths" or "hunks", not both`)
+	}
+	return nil
+}
+
+func (p DiscardParams) check() error {
+	given := 0
+	for _, g := range []bool{p.All, len(p.Paths) > 0, len(p.Hunks) > 0} {
+		if g {
+			given++
+		}
+	}
+	if given != 1 {
+		return invalidParams(`draft/discard: give one of "paths", "hunks" or "all": true`)
+	}
+	return nil
+}
+
+func (p FsWriteParams) check() error {
+	if p.Mode&^0o7777 != 0 {
+		return invalidParams(`fs/writeFile: "mode" takes permission bits only (at most 0o7777), not %#o`, p.Mode)
+	}
+	return nil
+}
+
 // positionEncoding turns a negotiated name into an encoding.
 func positionEncoding(name string) (buffers.Encoding, bool) {
 	switch name {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -547,5 +548,30 @@ func TestRequestsSettle(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("not answered after the subscriber applied the change")
+	}
+}
+
+// TestDraftPreamble: every draft method checks its params before it
+// opens a draft, and methods that read never create one.
+func TestDraftPreamble(t *testing.T) {
+	e := newEnv(t)
+	r := e.raw(t)
+	for i, c := range []struct{ req, want string }{
+		{`"draft/commit","params":{"draft":"new1","paths":["a"],"hunks":["h"]}`, "not both"},
+		{`"draft/discard","params":{"draft":"new1"}`, `give one of "paths", "hunks"`},
+		{`"fs/writeFile","params":{"draft":"new1","source":"mcp","path":"a","data":"","mode":65535}`, "permission bits only"},
+		{`"fs/stat","params":{"draft":"new1","source":"nobody","path":"a"}`, `"source" must be`},
+		{`"draft/read","params":{"draft":"new1"}`, `"path" is missing`},
+		{`"draft/status","params":{"draft":"new1"}`, `no draft "new1"`},
+		{`"draft/timeline","params":{"draft":"new1"}`, `no draft "new1"`},
+	} {
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%s}`, i+1, c.req))
+		a := r.answer()
+		if a.Error == nil || !strings.Contains(a.Error.Message, c.want) {
+			t.Errorf("%s: got %+v %s, want an error saying %q", c.req, a.Error, a.Result, c.want)
+		}
+	}
+	if names, err := e.ws.Drafts(); err != nil || slices.Contains(names, "new1") {
+		t.Errorf("drafts after refused requests: %v, %v: want no new1", names, err)
 	}
 }

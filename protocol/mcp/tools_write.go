@@ -140,6 +140,18 @@ func (s *Server) createDirectory(_ context.Context, a args) (*result, error) {
 }
 
 func (s *Server) moveFile(_ context.Context, a args) (*result, error) {
+	return s.transfer(a, "moved", func(src, dst target) error {
+		if err := s.f.Rename(src.key, dst.key); err != nil {
+			return fsError(err, "rename", src.abs, dst.abs)
+		}
+		return nil
+	})
+}
+
+// transfer is move_file and copy_file: both paths must be allowed and
+// the destination must not exist yet; op moves or copies, and the answer
+// says it was done (verb).
+func (s *Server) transfer(a args, verb string, op func(src, dst target) error) (*result, error) {
 	src, err := s.validate(a.str("source"))
 	if err != nil {
 		return nil, err
@@ -151,10 +163,10 @@ func (s *Server) moveFile(_ context.Context, a args) (*result, error) {
 	if _, err := s.f.Lstat(dst.key); err == nil {
 		return nil, errorf("Destination already exists: %s", dst.abs)
 	}
-	if err := s.f.Rename(src.key, dst.key); err != nil {
-		return nil, fsError(err, "rename", src.abs, dst.abs)
+	if err := op(src, dst); err != nil {
+		return nil, err
 	}
-	return textResult(fmt.Sprintf("Successfully moved %s to %s", a.str("source"), a.str("destination"))), nil
+	return textResult(fmt.Sprintf("Successfully %s %s to %s", verb, a.str("source"), a.str("destination"))), nil
 }
 
 func (s *Server) deleteFile(_ context.Context, a args) (*result, error) {
@@ -204,31 +216,19 @@ func (s *Server) restoreFile(_ context.Context, a args) (*result, error) {
 }
 
 func (s *Server) copyFile(_ context.Context, a args) (*result, error) {
-	src, err := s.validate(a.str("source"))
-	if err != nil {
-		return nil, err
-	}
-	dst, err := s.validate(a.str("destination"))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.f.Lstat(dst.key); err == nil {
-		return nil, errorf("Destination already exists: %s", dst.abs)
-	}
-	if beneath.Within(dst.key, src.key) {
-		return nil, errorf("Cannot copy %s into itself (%s)", src.abs, dst.abs)
-	}
-	info, err := s.f.Stat(src.key)
-	if err != nil {
-		return nil, fsError(err, "copyfile", src.abs, dst.abs)
-	}
-	if err := s.checkParent(dst, "copyfile", src.abs, dst.abs); err != nil {
-		return nil, err
-	}
-	if err := s.copyTree(src, dst, info.IsDir(), info.Mode.Perm()); err != nil {
-		return nil, err
-	}
-	return textResult(fmt.Sprintf("Successfully copied %s to %s", a.str("source"), a.str("destination"))), nil
+	return s.transfer(a, "copied", func(src, dst target) error {
+		if beneath.Within(dst.key, src.key) {
+			return errorf("Cannot copy %s into itself (%s)", src.abs, dst.abs)
+		}
+		info, err := s.f.Stat(src.key)
+		if err != nil {
+			return fsError(err, "copyfile", src.abs, dst.abs)
+		}
+		if err := s.checkParent(dst, "copyfile", src.abs, dst.abs); err != nil {
+			return err
+		}
+		return s.copyTree(src, dst, info.IsDir(), info.Mode.Perm())
+	})
 }
 
 // copyTree copies a file, or a directory and what it holds; symlinks are
