@@ -8,42 +8,19 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spf13/afero"
 )
 
-// The crash test runs a workload on the engine in a child process (this
-// test binary again, as crashWorker), kills it with SIGKILL at a random
-// moment, reopens the state and checks that every acknowledged change is
+// The crash test runs a workload on the engine in a worker (see
+// worker_test.go), kills it with SIGKILL at a random moment, reopens the state and checks that every acknowledged change is
 // there, the one in flight is either wholly there or not, and a commit
 // cut short has been finished: the draft's paths and the disk agree, and
 // nothing of the commit's machinery is left in the workspace.
-
-func TestMain(m *testing.M) {
-	if os.Getenv("DRAFTFS_CRASH_WORKER") != "" {
-		crashWorker()
-		return
-	}
-	if os.Getenv("DRAFTFS_UNDO_WORKER") != "" {
-		undoWorker()
-		return
-	}
-	if os.Getenv("DRAFTFS_REWIND_WORKER") != "" {
-		rewindWorker()
-		return
-	}
-	if os.Getenv("DRAFTFS_ROLLBACK_WORKER") != "" {
-		rollbackWorker()
-		return
-	}
-	os.Exit(m.Run())
-}
 
 // crashOp is one step of the workload: kind W (write Name=Content),
 // D (delete Name), R (rename Name to To), C (commit all).
@@ -94,13 +71,8 @@ func applyCrashOp(model map[string]string, o crashOp) {
 	}
 }
 
-func crashWorker() {
-	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE")})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
-	d, _ := w.Draft("")
+// crashWorker applies the operations it reads and acknowledges each.
+func crashWorker(d *Draft) {
 	f := d.Fs(SourceMount)
 	out := bufio.NewWriter(os.Stdout)
 	in := bufio.NewScanner(os.Stdin)
@@ -136,22 +108,12 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 	if testing.Short() {
 		rounds = 2
 	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewSource(seed))
+	r, seed := killSeed(t)
 	root, state := t.TempDir(), t.TempDir()
 	model := map[string]string{}
 	step, commits := 0, 0
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "DRAFTFS_CRASH_WORKER=1", "DRAFTFS_CRASH_ROOT="+root, "DRAFTFS_CRASH_STATE="+state)
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		acks := bufio.NewScanner(stdout)
+		wk := startWorker(t, "crash", root, state)
 		// The clock starts at the first acknowledgement: a worker built
 		// with -race takes longer than that to start.
 		runFor := time.Duration(50+r.Intn(400)) * time.Millisecond
@@ -165,12 +127,9 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 			o := nextCrashOp(r, model, step)
 			step++
 			pending = &o
-			fmt.Fprintln(stdin, o)
-			if !acks.Scan() {
-				t.Fatalf("round %d: worker died", round)
-			}
-			if line := acks.Text(); line != "ACK" {
-				t.Fatalf("round %d (seed %d): worker: %s", round, seed, line)
+			wk.send(o.String())
+			if line := wk.line(); line != "ACK" {
+				t.Fatalf("round %d (seed %d): worker: %q", round, seed, line)
 			}
 			applyCrashOp(model, o)
 			pending = nil
@@ -189,21 +148,13 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 			}
 			step++
 			pending = &o
-			fmt.Fprintln(stdin, o)
+			wk.send(o.String())
 			time.Sleep(time.Duration(r.Intn(5000)) * time.Microsecond)
 		}
 		t.Logf("round %d: %d operations acknowledged, killed %s", round, ops, map[bool]string{true: "mid-operation " + fmt.Sprint(pending), false: "between operations"}[midOp])
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		wk.kill()
 
-		w, err := Open(Options{Root: root, StateDir: state})
-		if err != nil {
-			t.Fatalf("round %d (seed %d): reopen: %v", round, seed, err)
-		}
-		d, err := w.Draft("")
-		if err != nil {
-			t.Fatalf("round %d (seed %d): reopen draft: %v", round, seed, err)
-		}
+		w, d := reopenAfterKill(t, root, state, fmt.Sprintf("round %d (seed %d)", round, seed))
 		got := crashView(t, d.Fs(SourceCLI))
 		if !equalMaps(got, model) {
 			with := map[string]string{}

@@ -5,9 +5,7 @@ package overlay
 import (
 	"bufio"
 	"fmt"
-	"math/rand"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,17 +147,7 @@ func TestRewind(t *testing.T) {
 
 // rewindWorker opens the state, says READY, and on a line from stdin
 // rewinds to the checkpoint named by DRAFTFS_REWIND_TO and says DONE.
-func rewindWorker() {
-	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE")})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
-	d, err := w.Draft("")
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
+func rewindWorker(d *Draft) {
 	id, _ := strconv.ParseUint(os.Getenv("DRAFTFS_REWIND_TO"), 10, 64)
 	if at := os.Getenv("DRAFTFS_REWIND_KILL_AT"); at != "" {
 		testHookRewind = func(step string) {
@@ -186,12 +174,8 @@ func TestRewindKilled(t *testing.T) {
 	if testing.Short() {
 		rounds = len(steps) + 2
 	}
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		t.Setenv("TMPDIR", "/dev/shm")
-	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewSource(seed))
+	onTmpfs(t)
+	r, seed := killSeed(t)
 	var full time.Duration
 	outcomes := map[string]int{}
 	for round := 0; round < rounds; round++ {
@@ -220,42 +204,20 @@ func TestRewindKilled(t *testing.T) {
 		before := snaps[2]
 		w.Close()
 
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		killAt := ""
 		if round < len(steps) {
 			killAt = steps[round]
 		}
-		cmd.Env = append(os.Environ(), "DRAFTFS_REWIND_WORKER=1", "DRAFTFS_CRASH_ROOT="+root, "DRAFTFS_CRASH_STATE="+state,
+		wk := startWorker(t, "rewind", root, state,
 			"DRAFTFS_REWIND_TO="+strconv.FormatUint(target, 10), "DRAFTFS_REWIND_KILL_AT="+killAt)
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		must(t, cmd.Start())
-		out := bufio.NewScanner(stdout)
-		if !out.Scan() || out.Text() != "READY" {
-			t.Fatalf("round %d: worker: %s", round, out.Text())
-		}
-		start := time.Now()
-		fmt.Fprintln(stdin, "go")
-		if round == 0 {
-			if !out.Scan() || out.Text() != "DONE" {
-				t.Fatalf("worker: %s", out.Text())
-			}
-			full = time.Since(start)
-			cmd.Wait()
+		if killAt != "" {
+			wk.expect("READY")
+			wk.send("go")
+			wk.wait() // it kills itself at that step
+		} else if full = wk.interrupt(r, full); round == 0 {
 			t.Logf("a rewind of %d paths takes %v", len(before), full)
-		} else if killAt != "" {
-			cmd.Wait() // it kills itself at that step
-		} else {
-			time.Sleep(time.Duration(r.Int63n(int64(full))))
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
 		}
-		w, err = Open(Options{Root: root, StateDir: state})
-		if err != nil {
-			t.Fatalf("round %d (seed %d): reopen after kill: %v", round, seed, err)
-		}
-		d, _ = w.Draft("")
+		w, d = reopenAfterKill(t, root, state, fmt.Sprintf("round %d (seed %d)", round, seed))
 		got := viewSnapshot(t, d.Fs(SourceCLI))
 		switch {
 		case diffSnapshots(before, got) == "" && (killAt == "" || killAt == "staged"):

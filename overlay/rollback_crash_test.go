@@ -5,7 +5,6 @@ package overlay
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,18 +18,8 @@ import (
 // (the test made a directory immutable), and the worker kills itself
 // with SIGKILL before the rollback reverts its op number
 // DRAFTFS_ROLLBACK_KILL (counted from the first reverted).
-func rollbackWorker() {
+func rollbackWorker(d *Draft) {
 	kill, _ := strconv.Atoi(os.Getenv("DRAFTFS_ROLLBACK_KILL"))
-	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE")})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
-	d, err := w.Draft("")
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
 	reverted := 0
 	testHookRevert = func(int) {
 		if reverted == kill {
@@ -39,7 +28,7 @@ func rollbackWorker() {
 		}
 		reverted++
 	}
-	_, err = d.Commit(CommitOptions{})
+	_, err := d.Commit(CommitOptions{})
 	fmt.Printf("COMMIT %d %v\n", reverted, err)
 }
 
@@ -83,21 +72,17 @@ func TestCommitRollbackKilled(t *testing.T) {
 			kill = round * (total + 1) / 9
 		}
 		immutable(t, z, true)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "DRAFTFS_ROLLBACK_WORKER=1", "DRAFTFS_CRASH_ROOT="+root,
-			"DRAFTFS_CRASH_STATE="+state, fmt.Sprintf("DRAFTFS_ROLLBACK_KILL=%d", kill))
-		out, err := cmd.Output()
+		wk := startWorker(t, "rollback", root, state, fmt.Sprintf("DRAFTFS_ROLLBACK_KILL=%d", kill))
+		out := wk.line()
+		killed, err := wk.wait()
 		immutable(t, z, false)
-		killed := false
-		if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL {
-			killed = true
-		} else if err != nil {
+		if err != nil {
 			t.Fatalf("round %d: worker: %v %s", round, err, out)
 		}
 		if !killed {
 			var n int
 			var msg string
-			if _, err := fmt.Sscanf(string(out), "COMMIT %d %s", &n, &msg); err != nil || !strings.Contains(string(out), "rolled back") {
+			if _, err := fmt.Sscanf(out, "COMMIT %d %s", &n, &msg); err != nil || !strings.Contains(out, "rolled back") {
 				t.Fatalf("round %d: the commit did not fail and roll back: %s", round, out)
 			}
 			if total < 0 {
@@ -106,14 +91,7 @@ func TestCommitRollbackKilled(t *testing.T) {
 			}
 		}
 
-		w, err = Open(Options{Root: root, StateDir: state})
-		if err != nil {
-			t.Fatalf("round %d (killed at revert %d): reopen: %v", round, kill, err)
-		}
-		d, err = w.Draft("")
-		if err != nil {
-			t.Fatalf("round %d (killed at revert %d): reopen the draft: %v", round, kill, err)
-		}
+		w, d = reopenAfterKill(t, root, state, fmt.Sprintf("round %d (killed at revert %d)", round, kill))
 		cmEqualTree(t, root, initial)
 		if fi, err := os.Stat(filepath.Join(root, "a2")); err != nil || fi.Mode().Perm() != 0o755 {
 			t.Errorf("round %d: a2 after the rollback: %v %v", round, fi, err)

@@ -5,12 +5,9 @@ package overlay
 import (
 	"bufio"
 	"fmt"
-	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,17 +16,7 @@ import (
 
 // undoWorker opens the state, says READY, and on a line from stdin
 // undoes the last commit and says DONE.
-func undoWorker() {
-	w, err := Open(Options{Root: os.Getenv("DRAFTFS_CRASH_ROOT"), StateDir: os.Getenv("DRAFTFS_CRASH_STATE")})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
-	d, err := w.Draft("")
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
+func undoWorker(d *Draft) {
 	fmt.Println("READY")
 	bufio.NewScanner(os.Stdin).Scan()
 	if _, err := d.Undo(SourceCLI); err != nil {
@@ -49,19 +36,13 @@ func TestUndoKilledIsFinished(t *testing.T) {
 	if testing.Short() {
 		rounds = 4
 	}
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		// A tmpfs: the commits' fsyncs cost nothing there; the kills
-		// are as real.
-		t.Setenv("TMPDIR", "/dev/shm")
-	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewSource(seed))
+	onTmpfs(t)
+	r, seed := killSeed(t)
 	initial := map[string]string{}
 	for i := range 200 {
 		initial[fmt.Sprintf("d%d/f%03d", i%5, i)] = fmt.Sprintf("v0 %d\n", i)
 	}
-	var full time.Duration // an undo run to the end
+	var full time.Duration // an undo run to the end, in the first round
 	outcomes := map[string]int{}
 	for round := 0; round < rounds; round++ {
 		root, state := t.TempDir(), t.TempDir()
@@ -85,42 +66,12 @@ func TestUndoKilledIsFinished(t *testing.T) {
 		}
 		w.Close()
 
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "DRAFTFS_UNDO_WORKER=1", "DRAFTFS_CRASH_ROOT="+root, "DRAFTFS_CRASH_STATE="+state)
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		out := bufio.NewScanner(stdout)
-		if !out.Scan() || out.Text() != "READY" {
-			t.Fatalf("round %d: worker: %s", round, out.Text())
-		}
-		start := time.Now()
-		fmt.Fprintln(stdin, "go")
-		if round == 0 {
-			// The first round runs to the end: how long an undo takes.
-			if !out.Scan() || out.Text() != "DONE" {
-				t.Fatalf("worker: %s", out.Text())
-			}
-			full = time.Since(start)
-			cmd.Wait()
+		wk := startWorker(t, "undo", root, state)
+		if full = wk.interrupt(r, full); round == 0 {
 			t.Logf("an undo of %d changes takes %v", len(committed), full)
-		} else {
-			time.Sleep(time.Duration(r.Int63n(int64(full))))
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
 		}
 
-		w, err = Open(Options{Root: root, StateDir: state})
-		if err != nil {
-			t.Fatalf("round %d (seed %d): reopen after kill: %v", round, seed, err)
-		}
-		d, err = w.Draft("")
-		if err != nil {
-			t.Fatalf("round %d (seed %d): reopen draft after kill: %v", round, seed, err)
-		}
+		w, d = reopenAfterKill(t, root, state, fmt.Sprintf("round %d (seed %d)", round, seed))
 		onDisk := cmTree(t, root)
 		if strings.Join(keys(onDisk), ",") == strings.Join(keys(withParents(initial)), ",") && cmStatus(t, d) != "" {
 			outcomes["finished"]++

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/draftfs/draftfs/protocol/control/controltest"
 )
 
 // TestServe: the ready line names the socket and the mount, the mount
@@ -231,36 +232,11 @@ func TestSocketPermissions(t *testing.T) {
 	}
 }
 
-// otherUID is who TestSocketPermissions connects as: nobody.
-const otherUID = 65534
-
 // dialAsOther runs this test binary as another user to connect to sock
 // and send a request; it returns what happened.
 func dialAsOther(t *testing.T, sock string) string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "dfs-peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	copyExe := filepath.Join(dir, "peer.test")
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(copyExe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(copyExe)
-	c.Dir = "/"
-	c.Env = []string{"DRAFTFS_TEST_DIAL=" + sock}
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherUID}}
-	out, err := c.CombinedOutput()
+	out, err := controltest.AsOther(t, "DRAFTFS_TEST_DIAL="+sock).CombinedOutput()
 	if err != nil {
 		t.Fatalf("peer process: %v: %s", err, out)
 	}

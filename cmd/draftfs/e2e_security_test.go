@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/draftfs/draftfs/protocol/control/controltest"
 )
 
 // TestSetidFromAnotherUser: in an --allow-other mount another user
@@ -29,7 +31,7 @@ func TestSetidFromAnotherUser(t *testing.T) {
 	f.serve(mnt, "--allow-other")
 	c := exec.Command("/bin/sh", "-c", "cp /bin/true prog && chmod 6755 prog")
 	c.Dir = mnt
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherUID}}
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: controltest.OtherUID, Gid: controltest.OtherUID}}
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("the other user's copy: %v: %s", err, out)
 	}
@@ -59,7 +61,7 @@ func TestSetidFromAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	if fi.Mode() != 0o755|os.ModeSetuid|os.ModeSetgid || st.Uid != otherUID || st.Gid != otherUID {
+	if fi.Mode() != 0o755|os.ModeSetuid|os.ModeSetgid || st.Uid != controltest.OtherUID || st.Gid != controltest.OtherUID {
 		t.Fatalf("prog after --allow-setid --allow-owner: %v %d:%d", fi.Mode(), st.Uid, st.Gid)
 	}
 }

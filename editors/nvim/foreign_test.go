@@ -1,51 +1,16 @@
 package nvim_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/draftfs/draftfs/protocol/control/controltest"
 )
-
-// otherUID is the second, unprivileged user that listens in
-// TestForeignSocket.
-const otherUID = 65534
-
-// listenAsOther listens on path, says "ready", counts the bytes clients
-// send until its stdin closes, and prints the count.
-func listenAsOther(path string) int {
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Println("listen:", err)
-		return 1
-	}
-	var got atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				n, _ := io.Copy(io.Discard, c)
-				got.Add(n)
-			}()
-		}
-	}()
-	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin)
-	fmt.Println("received", got.Load())
-	return 0
-}
 
 // foreignLua opens a file with unsaved text, the socket given, and
 // prints what the plugin told the user.
@@ -70,31 +35,19 @@ func TestForeignSocket(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a listener as another user")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	top, err := os.MkdirTemp("", "dfnv-foreign")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(top) })
 	os.Chmod(top, 0o755)
-	peer := filepath.Join(top, "peer.test")
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(peer, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	other, mine, ws := filepath.Join(top, "other"), filepath.Join(top, "mine"), filepath.Join(top, "ws")
 	for _, d := range []string{other, mine, ws} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.Chown(other, otherUID, otherUID)
+	os.Chown(other, controltest.OtherUID, controltest.OtherUID)
 	script := filepath.Join(top, "foreign.lua")
 	if err := os.WriteFile(script, []byte(foreignLua), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,21 +58,7 @@ func TestForeignSocket(t *testing.T) {
 		{"their listener", filepath.Join(other, "b.sock"), filepath.Join(mine, "b.sock"), "runs as uid 65534"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := exec.Command(peer)
-			l.Dir = "/"
-			l.Env = []string{"DRAFTFS_TEST_LISTEN=" + c.listen}
-			l.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherUID}}
-			stdin, _ := l.StdinPipe()
-			stdout, _ := l.StdoutPipe()
-			if err := l.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer l.Wait()
-			defer stdin.Close()
-			out := bufio.NewScanner(stdout)
-			if !out.Scan() || out.Text() != "ready" {
-				t.Fatalf("listener: %q", out.Text())
-			}
+			l := controltest.ListenAsOther(t, c.listen)
 			if c.dial != c.listen {
 				// Our socket in our directory, but their process behind it.
 				if err := os.Link(c.listen, c.dial); err != nil {
@@ -136,13 +75,12 @@ func TestForeignSocket(t *testing.T) {
 			if err != nil {
 				t.Fatalf("nvim: %v: %s", err, told)
 			}
-			stdin.Close()
-			out.Scan()
+			received := l.Received()
 			if !strings.Contains(string(told), c.want) || !strings.Contains(string(told), "nothing was sent") {
 				t.Errorf("the plugin told: %s; want %q", told, c.want)
 			}
-			if out.Text() != "received 0" {
-				t.Errorf("the other user's listener: %s", out.Text())
+			if received != 0 {
+				t.Errorf("the other user's listener received %d bytes", received)
 			}
 		})
 	}

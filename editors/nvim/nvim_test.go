@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/draftfs/draftfs/protocol/control/controltest"
 )
 
 // nvim is Neovim's path, "" when it is not installed; bin is the draftfs
@@ -24,9 +26,7 @@ import (
 var nvim, bin string
 
 func TestMain(m *testing.M) {
-	if p := os.Getenv("DRAFTFS_TEST_LISTEN"); p != "" {
-		os.Exit(listenAsOther(p)) // a child of TestForeignSocket
-	}
+	controltest.Child() // the other user's listener of TestForeignSocket
 	nvim, _ = exec.LookPath("nvim")
 	if nvim == "" {
 		os.Exit(m.Run()) // TestNeovim skips, saying why

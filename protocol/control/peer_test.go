@@ -1,56 +1,19 @@
 package control
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
-)
 
-// otherUID is the second, unprivileged user the socket tests listen as.
-const otherUID = 65534
+	"github.com/draftfs/draftfs/protocol/control/controltest"
+)
 
 func init() {
 	// The child of TestClientRefusesForeignSocket: another user's
 	// process listening where a daemon's socket would be.
-	if p := os.Getenv("DRAFTFS_TEST_LISTEN"); p != "" {
-		os.Exit(listenAsOther(p))
-	}
-}
-
-// listenAsOther listens on path, says "ready", counts the bytes any client sends until its
-// stdin closes, and prints the count.
-func listenAsOther(path string) int {
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Println("listen:", err)
-		return 1
-	}
-	var got atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				n, _ := io.Copy(io.Discard, c)
-				got.Add(n)
-			}()
-		}
-	}()
-	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin)
-	fmt.Println("received", got.Load())
-	return 0
+	controltest.Child()
 }
 
 // TestClientRefusesForeignSocket: where another user made the socket
@@ -60,7 +23,6 @@ func TestClientRefusesForeignSocket(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a listener as another user")
 	}
-	exe := copyTestBinary(t)
 	top, err := os.MkdirTemp("", "dfs-foreign")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +33,7 @@ func TestClientRefusesForeignSocket(t *testing.T) {
 	// someone else would be.
 	otherDir := filepath.Join(top, "other")
 	must(t, os.Mkdir(otherDir, 0o700))
-	must(t, os.Chown(otherDir, otherUID, otherUID))
+	must(t, os.Chown(otherDir, controltest.OtherUID, controltest.OtherUID))
 	for _, c := range []struct {
 		name   string
 		listen string // where the other user listens
@@ -103,19 +65,7 @@ func TestClientRefusesForeignSocket(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t)
 			}
-			cmd := exec.Command(exe)
-			cmd.Dir = "/"
-			cmd.Env = []string{"DRAFTFS_TEST_LISTEN=" + c.listen}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherUID}}
-			stdin, _ := cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			must(t, cmd.Start())
-			defer cmd.Wait()
-			out := bufio.NewScanner(stdout)
-			if !out.Scan() || out.Text() != "ready" {
-				stdin.Close()
-				t.Fatalf("listener: %q", out.Text())
-			}
+			l := controltest.ListenAsOther(t, c.listen)
 			if c.dial != c.listen {
 				must(t, os.Link(c.listen, c.dial))
 				must(t, os.Lchown(c.dial, 0, 0))
@@ -126,36 +76,13 @@ func TestClientRefusesForeignSocket(t *testing.T) {
 				cl.Notify(t.Context(), "buffer/didOpen", map[string]any{"path": "secret.go", "version": 1, "text": "unsaved secret"})
 				cl.Close()
 			}
-			stdin.Close()
-			out.Scan()
+			received := l.Received()
 			if !errors.Is(err, ErrForeignSocket) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was sent") {
 				t.Errorf("dial: %v, want ErrForeignSocket saying %q", err, c.want)
 			}
-			if out.Text() != "received 0" {
-				t.Errorf("the other user's listener: %s", out.Text())
+			if received != 0 {
+				t.Errorf("the other user's listener received %d bytes", received)
 			}
 		})
 	}
-}
-
-// copyTestBinary copies the test binary where the other user can run it.
-func copyTestBinary(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "dfs-peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "peer.test")
-	must(t, os.WriteFile(p, b, 0o755))
-	return p
 }

@@ -121,16 +121,30 @@ func (g *lineGen) independentEdits(base [][]byte) (ours, theirs []edit) {
 	return edits[0], edits[1]
 }
 
+// randomMerge is the inputs of one random run: a base of up to size
+// lines and two sides edited from it by edits.
+type randomMerge struct {
+	lines              [][]byte
+	o, th              []edit
+	base, ours, theirs []byte
+}
+
+func newRandomMerge(seed, run uint64, size int, edits func(*lineGen, [][]byte) ([]edit, []edit)) randomMerge {
+	g := &lineGen{r: rand.New(rand.NewPCG(seed, run)), crlf: []float64{0, 0.5, 1}[run%3]}
+	m := randomMerge{lines: g.randomBase(size)}
+	m.o, m.th = edits(g, m.lines)
+	m.base, m.ours, m.theirs = apply(m.lines, nil), apply(m.lines, m.o), apply(m.lines, m.th)
+	return m
+}
+
 func TestMergeRandomIndependentEdits(t *testing.T) {
 	const runs = 2000
 	seed := rand.Uint64()
 	for run := range uint64(runs) {
-		g := &lineGen{r: rand.New(rand.NewPCG(seed, run)), crlf: []float64{0, 0.5, 1}[run%3]}
-		baseLines := g.randomBase(40)
-		o, th := g.independentEdits(baseLines)
-		base, ours, theirs := apply(baseLines, nil), apply(baseLines, o), apply(baseLines, th)
-		want := apply(baseLines, append(o, th...))
-		for name, merge := range map[string]func(b, o, t []byte) ([]byte, bool){"Merge": Merge, "merge3": merge3} {
+		m := newRandomMerge(seed, run, 40, (*lineGen).independentEdits)
+		base, ours, theirs := m.base, m.ours, m.theirs
+		want := apply(m.lines, append(m.o, m.th...))
+		for name, merge := range mergers {
 			if got, clean := merge(base, ours, theirs); !clean || !bytes.Equal(got, want) {
 				t.Fatalf("seed %d run %d: %s(base, ours, theirs) = (%q, %v), want (%q, true)\nbase:   %q\nours:   %q\ntheirs: %q",
 					seed, run, name, got, clean, want, base, ours, theirs)
@@ -236,10 +250,8 @@ func TestMergeRandomMatchesGit(t *testing.T) {
 	seed := rand.Uint64()
 	conflicts := 0
 	for run := range uint64(runs) {
-		g := &lineGen{r: rand.New(rand.NewPCG(seed, run)), crlf: []float64{0, 0.5, 1}[run%3]}
-		baseLines := g.randomBase(30)
-		o, th := g.gitComparableEdits(baseLines)
-		base, ours, theirs := apply(baseLines, nil), apply(baseLines, o), apply(baseLines, th)
+		m := newRandomMerge(seed, run, 30, (*lineGen).gitComparableEdits)
+		base, ours, theirs := m.base, m.ours, m.theirs
 		want, wantClean := gitMergeFile(t, base, ours, theirs)
 		got, clean := Merge(base, ours, theirs)
 		if !bytes.Equal(got, want) || clean != wantClean {

@@ -1,7 +1,6 @@
 package textmerge
 
 import (
-	"bytes"
 	"testing"
 )
 
@@ -238,17 +237,21 @@ var mergeCases = []mergeCase{
 	},
 }
 
-func TestMerge(t *testing.T) {
-	for _, c := range mergeCases {
+// mergers are the ways in: Merge, and the line merge its shortcuts
+// must agree with.
+var mergers = map[string]func(base, ours, theirs []byte) ([]byte, bool){"Merge": Merge, "merge3": merge3}
+
+func TestMerge(t *testing.T) { testMerges(t, mergeCases, mergers) }
+
+// testMerges checks each of merges on each case.
+func testMerges(t *testing.T, cases []mergeCase, merges map[string]func(base, ours, theirs []byte) ([]byte, bool)) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, clean := Merge([]byte(c.base), []byte(c.ours), []byte(c.theirs))
-			if string(got) != c.want || clean != c.clean {
-				t.Errorf("Merge = (%q, %v), want (%q, %v)", got, clean, c.want, c.clean)
-			}
-			// The shortcuts in Merge must agree with the line merge.
-			got, clean = merge3([]byte(c.base), []byte(c.ours), []byte(c.theirs))
-			if string(got) != c.want || clean != c.clean {
-				t.Errorf("merge3 = (%q, %v), want (%q, %v)", got, clean, c.want, c.clean)
+			for name, merge := range merges {
+				got, clean := merge([]byte(c.base), []byte(c.ours), []byte(c.theirs))
+				if string(got) != c.want || clean != c.clean {
+					t.Errorf("%s = (%q, %v), want (%q, %v)", name, got, clean, c.want, c.clean)
+				}
 			}
 		})
 	}
@@ -274,27 +277,15 @@ func TestMergeMatchesGit(t *testing.T) {
 }
 
 func TestMergeBinary(t *testing.T) {
-	base, x, y := []byte("bin\x00base"), []byte("bin\x00x"), []byte("bin\x00y")
-	for _, c := range []struct {
-		name               string
-		base, ours, theirs []byte
-		want               []byte
-		clean              bool
-	}{
-		{"both equal", base, x, x, x, true},
-		{"ours unchanged", base, base, y, y, true},
-		{"theirs unchanged", base, x, base, x, true},
-		{"both changed", base, x, y, nil, false},
-		{"text base, binary sides", []byte("text\n"), x, y, nil, false},
-		{"binary ours only", []byte("a\n"), []byte("a\x00\n"), []byte("b\n"), nil, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, clean := Merge(c.base, c.ours, c.theirs)
-			if !bytes.Equal(got, c.want) || clean != c.clean {
-				t.Errorf("Merge = (%q, %v), want (%q, %v)", got, clean, c.want, c.clean)
-			}
-		})
-	}
+	base, x, y := "bin\x00base", "bin\x00x", "bin\x00y"
+	testMerges(t, []mergeCase{
+		{name: "both equal", base: base, ours: x, theirs: x, want: x, clean: true},
+		{name: "ours unchanged", base: base, ours: base, theirs: y, want: y, clean: true},
+		{name: "theirs unchanged", base: base, ours: x, theirs: base, want: x, clean: true},
+		{name: "both changed", base: base, ours: x, theirs: y},
+		{name: "text base, binary sides", base: "text\n", ours: x, theirs: y},
+		{name: "binary ours only", base: "a\n", ours: "a\x00\n", theirs: "b\n"},
+	}, map[string]func(base, ours, theirs []byte) ([]byte, bool){"Merge": Merge})
 }
 
 func TestMergeDoesNotAlias(t *testing.T) {

@@ -145,6 +145,8 @@ func unifiedCases() []unifiedCase {
 	return cases
 }
 
+// TestUnifiedMatchesGit: Unified writes what git diff --no-index
+// does, and Stat counts what git diff --numstat does.
 func TestUnifiedMatchesGit(t *testing.T) {
 	requireGit(t)
 	for _, c := range unifiedCases() {
@@ -155,15 +157,6 @@ func TestUnifiedMatchesGit(t *testing.T) {
 			if got != want {
 				t.Errorf("Unified differs from git diff --no-index\n got:\n%s\nwant:\n%s", got, want)
 			}
-		})
-	}
-}
-
-func TestStatMatchesGit(t *testing.T) {
-	requireGit(t)
-	for _, c := range unifiedCases() {
-		t.Run(c.name, func(t *testing.T) {
-			dir, oldArg, newArg := gitPaths(t, c.path, c.old, c.new, !c.oldAbsent, !c.newAbsent)
 			wa, wd, wb := gitNumstat(t, dir, oldArg, newArg)
 			ga, gd, gb := Stat(c.old, c.new)
 			if ga != wa || gd != wd || gb != wb {
