@@ -25,6 +25,7 @@ import (
 
 	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/vfstest"
 )
 
 var (
@@ -135,7 +136,9 @@ type model struct {
 	t       *testing.T
 	v       modelVariant
 	rng     *rand.Rand
-	dir     string // holds the workspace, the state and the reference
+	gen     *vfstest.OpGen              // draws the operations from rng
+	ops     map[string]func(vfstest.Op) // runs them, by kind
+	dir     string                      // holds the workspace, the state and the reference
 	env     *viewEnv
 	ref     string
 	handles []*handlePair
@@ -189,6 +192,17 @@ func newModel(t *testing.T, v modelVariant, seed uint64) *model {
 	m.env.bufs = buffers.NewSet()
 	m.env.open()
 	m.diskWant = diskSnapshot(t, root)
+	m.gen = &vfstest.OpGen{Rand: m.rng, Kinds: vfstest.Weighted(v.weights()), Path: m.pick, Data: m.randBytes,
+		Modes: filePerms, Flags: openFlags, Slots: 1, Offsets: 30}
+	m.ops = map[string]func(vfstest.Op){
+		"open": m.opOpen, "writeFile": m.opWriteFile, "readFile": m.opReadFile, "handle": m.opHandle,
+		"stat": m.opStat, "readDir": m.opReadDir, "mkdir": m.opMkdir, "remove": m.opRemove,
+		"removeAll": m.opRemoveAll, "rename": m.opRename, "rename2": m.opRename2, "symlink": m.opSymlink,
+		"readlink": m.opReadlink, "link": m.opLink, "chmod": m.opChmod, "chtimes": m.opChtimes,
+		"truncate": m.opTruncate, "mknod": m.opMknod,
+		"buffer": func(vfstest.Op) { m.opBuffer() }, "reopen": func(vfstest.Op) { m.reopen() },
+		"disk": func(vfstest.Op) { m.opDisk() },
+	}
 	m.logf("initial tree: %q", m.refPaths())
 	if v.buffers {
 		for range m.rng.IntN(3) {
@@ -272,7 +286,7 @@ func (m *model) randPerm(dir bool) fs.FileMode {
 	if dir {
 		return []fs.FileMode{0o755, 0o700, 0o750}[m.rng.IntN(3)]
 	}
-	return []fs.FileMode{0o644, 0o600, 0o755, 0o640}[m.rng.IntN(4)]
+	return filePerms[m.rng.IntN(len(filePerms))]
 }
 
 // refPaths lists the reference tree, sorted.
@@ -410,42 +424,32 @@ func (m *model) same(op string, verr, rerr error) bool {
 }
 
 func (m *model) step() {
-	type op struct {
-		weight int
-		fn     func()
-	}
-	ops := []op{
-		{6, m.opOpen}, {5, m.opWriteFile}, {3, m.opReadFile},
-		{8, m.opHandle},
-		{4, m.opStat}, {3, m.opReadDir},
-		{3, m.opMkdir}, {2, m.opRemove}, {1, m.opRemoveAll},
-		{4, m.opRename}, {1, m.opRename2},
-		{2, m.opSymlink}, {1, m.opReadlink}, {2, m.opLink},
-		{1, m.opChmod}, {1, m.opChtimes}, {2, m.opTruncate},
-		{1, m.opMknod},
-	}
-	if m.v.buffers {
-		ops = append(ops, op{3, m.opBuffer})
-	}
-	if m.v.reopen {
-		ops = append(ops, op{1, m.reopen})
-	}
-	if m.v.disk {
-		ops = append(ops, op{3, m.opDisk})
-	}
-	total := 0
-	for _, o := range ops {
-		total += o.weight
-	}
-	n := m.rng.IntN(total)
-	for _, o := range ops {
-		if n < o.weight {
-			o.fn()
-			return
-		}
-		n -= o.weight
-	}
+	o := m.gen.Next()
+	m.ops[o.Kind](o)
 }
+
+// weights are how often each operation comes: the buffer, reopen
+// and disk operations only in their variants.
+func (v modelVariant) weights() map[string]int {
+	w := map[string]int{
+		"open": 6, "writeFile": 5, "readFile": 3, "handle": 8, "stat": 4, "readDir": 3,
+		"mkdir": 3, "remove": 2, "removeAll": 1, "rename": 4, "rename2": 1,
+		"symlink": 2, "readlink": 1, "link": 2, "chmod": 1, "chtimes": 1, "truncate": 2, "mknod": 1,
+	}
+	if v.buffers {
+		w["buffer"] = 3
+	}
+	if v.reopen {
+		w["reopen"] = 1
+	}
+	if v.disk {
+		w["disk"] = 3
+	}
+	return w
+}
+
+// filePerms are the permissions files are made with.
+var filePerms = []fs.FileMode{0o644, 0o600, 0o755, 0o640}
 
 var openFlags = []int{
 	os.O_RDONLY,
@@ -475,9 +479,8 @@ func flagString(f int) string {
 	return strings.Join(s, "|")
 }
 
-func (m *model) opOpen() {
-	p := m.pick()
-	flag := openFlags[m.rng.IntN(len(openFlags))]
+func (m *model) opOpen(o vfstest.Op) {
+	p, flag := o.P, o.Flag
 	follow := flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
 	if _, ok := m.plain(p, follow); !ok {
 		return
@@ -485,7 +488,7 @@ func (m *model) opOpen() {
 	if follow && m.fifo(p) {
 		return
 	}
-	perm := m.randPerm(false)
+	perm := o.Mode
 	if flag != os.O_RDONLY {
 		m.touch(p)
 	}
@@ -515,9 +518,9 @@ func (m *model) closeHandle(h *handlePair) {
 	m.same("close "+h.path, verr, rerr)
 }
 
-func (m *model) opHandle() {
+func (m *model) opHandle(o vfstest.Op) {
 	if len(m.handles) == 0 {
-		m.opOpen()
+		m.opOpen(o)
 		return
 	}
 	i := m.rng.IntN(len(m.handles))
@@ -526,14 +529,14 @@ func (m *model) opHandle() {
 	case 0, 1: // write at an offset
 		// Not empty: os.File.WriteAt of nothing succeeds without asking
 		// the kernel, even on a read-only descriptor.
-		b, off := append(m.randBytes(), 'z'), int64(m.rng.IntN(30))
+		b, off := append(o.Data, 'z'), o.Offset
 		vn, verr := h.view.WriteAt(b, off)
 		rn, rerr := h.ref.WriteAt(b, off)
 		if m.same(fmt.Sprintf("writeat %s %d %q", h.path, off, b), verr, rerr) && vn != rn {
 			m.fail("writeat %s: view wrote %d, reference %d", h.path, vn, rn)
 		}
 	case 2, 3: // write at the handle's offset (the end, with O_APPEND)
-		b := m.randBytes()
+		b := o.Data
 		vn, verr := h.view.Write(b)
 		rn, rerr := h.ref.Write(b)
 		if m.same(fmt.Sprintf("write %s %q", h.path, b), verr, rerr) && vn != rn {
@@ -585,13 +588,13 @@ func (m *model) opHandle() {
 	}
 }
 
-func (m *model) opWriteFile() {
-	p := m.pick()
+func (m *model) opWriteFile(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, true); !ok || m.fifo(p) {
 		return
 	}
 	m.touch(p)
-	b := m.randBytes()
+	b := o.Data
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if m.rng.IntN(3) == 0 {
 		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
@@ -616,8 +619,8 @@ func (m *model) opWriteFile() {
 	m.same(fmt.Sprintf("writefile %s %s %q", p, flagString(flag), b), verr, rerr)
 }
 
-func (m *model) opReadFile() {
-	p := m.pick()
+func (m *model) opReadFile(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, true); !ok || m.fifo(p) {
 		return
 	}
@@ -628,8 +631,8 @@ func (m *model) opReadFile() {
 	}
 }
 
-func (m *model) opStat() {
-	p := m.pick()
+func (m *model) opStat(o vfstest.Op) {
+	p := o.P
 	follow := m.rng.IntN(2) == 0
 	if _, ok := m.plain(p, follow); !ok {
 		return
@@ -692,8 +695,8 @@ func (m *model) compareInfo(op string, vfi, rfi fs.FileInfo, names bool) {
 	}
 }
 
-func (m *model) opReadDir() {
-	p := m.pick()
+func (m *model) opReadDir(o vfstest.Op) {
+	p := o.P
 	if m.rng.IntN(4) == 0 {
 		p = ""
 	}
@@ -718,8 +721,8 @@ func dirString(ents []fs.DirEntry) string {
 	return b.String()
 }
 
-func (m *model) opMkdir() {
-	p := m.pick()
+func (m *model) opMkdir(o vfstest.Op) {
+	p := o.P
 	if m.rng.IntN(2) == 0 {
 		p = m.randPath(3)
 	}
@@ -742,8 +745,8 @@ func (m *model) opMkdir() {
 	m.same(fmt.Sprintf("mkdir %s %v", p, perm), verr, rerr)
 }
 
-func (m *model) opRemove() {
-	p := m.pick()
+func (m *model) opRemove(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, false); !ok {
 		return
 	}
@@ -768,17 +771,17 @@ func syscallErr(op, p string, err error) error {
 	return &fs.PathError{Op: op, Path: p, Err: err}
 }
 
-func (m *model) opRemoveAll() {
-	p := m.pick()
-	if _, ok := m.plain(p, false); !ok || p == "" {
+func (m *model) opRemoveAll(o vfstest.Op) {
+	p := o.P
+	if _, ok := m.plain(p, false); !ok || p == "" || m.specialParent(p) {
 		return
 	}
 	m.touch(p)
 	m.same("removeall "+p, m.env.v.RemoveAll(p), os.RemoveAll(m.r(p)))
 }
 
-func (m *model) opRename() {
-	a, b := m.pick(), m.pick()
+func (m *model) opRename(o vfstest.Op) {
+	a, b := o.P, o.Q
 	switch m.rng.IntN(4) {
 	case 0:
 		b = m.randPath(3)
@@ -788,8 +791,8 @@ func (m *model) opRename() {
 	m.rename(a, b, 0)
 }
 
-func (m *model) opRename2() {
-	a, b := m.pick(), m.pick()
+func (m *model) opRename2(o vfstest.Op) {
+	a, b := o.P, o.Q
 	flags := overlay.RenameNoReplace
 	if m.rng.IntN(2) == 0 {
 		flags = overlay.RenameExchange
@@ -823,8 +826,8 @@ func (m *model) rename(a, b string, flags overlay.RenameFlags) {
 	}, moved...)
 }
 
-func (m *model) opSymlink() {
-	p := m.pick()
+func (m *model) opSymlink(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, false); !ok {
 		return
 	}
@@ -845,8 +848,8 @@ func (m *model) opSymlink() {
 	m.same(fmt.Sprintf("symlink %s -> %s", p, vtarget), verr, rerr)
 }
 
-func (m *model) opReadlink() {
-	p := m.pick()
+func (m *model) opReadlink(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, false); !ok {
 		return
 	}
@@ -865,8 +868,8 @@ func (m *model) viewTarget(t string) string {
 	return t
 }
 
-func (m *model) opLink() {
-	a, b := m.pick(), m.pick()
+func (m *model) opLink(o vfstest.Op) {
+	a, b := o.P, o.Q
 	if m.rng.IntN(2) == 0 {
 		b = m.randPath(3)
 	}
@@ -884,8 +887,8 @@ func (m *model) opLink() {
 	}, [2]string{a, a})
 }
 
-func (m *model) opChmod() {
-	p := m.pick()
+func (m *model) opChmod(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, true); !ok {
 		return
 	}
@@ -896,8 +899,8 @@ func (m *model) opChmod() {
 	}, [2]string{p, p})
 }
 
-func (m *model) opChtimes() {
-	p := m.pick()
+func (m *model) opChtimes(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, true); !ok {
 		return
 	}
@@ -916,13 +919,13 @@ func (m *model) opChtimes() {
 	}
 }
 
-func (m *model) opTruncate() {
-	p := m.pick()
+func (m *model) opTruncate(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, true); !ok {
 		return
 	}
 	m.touch(p)
-	size := int64(m.rng.IntN(30))
+	size := o.Offset
 	m.ctimeMoves(func() bool {
 		return m.same(fmt.Sprintf("truncate %s %d", p, size), m.env.v.Truncate(p, size), os.Truncate(m.r(p), size))
 	}, [2]string{p, p})
@@ -1190,8 +1193,8 @@ func (m *model) compareTrees() {
 
 // opMknod makes a FIFO or a socket. Not a device node: the reference
 // would open one, where the view never opens a special file.
-func (m *model) opMknod() {
-	p := m.pick()
+func (m *model) opMknod(o vfstest.Op) {
+	p := o.P
 	if _, ok := m.plain(p, false); !ok {
 		return
 	}
@@ -1200,7 +1203,7 @@ func (m *model) opMknod() {
 	if m.rng.IntN(2) == 0 {
 		typ, ifmt = fs.ModeSocket, unix.S_IFSOCK
 	}
-	perm := m.randPerm(false)
+	perm := o.Mode
 	verr := m.env.v.Mknod(p, typ|perm, 0)
 	rerr := syscallErr("mknod", p, unix.Mknod(m.r(p), ifmt|uint32(perm), 0))
 	m.same(fmt.Sprintf("mknod %s %v", p, typ|perm), verr, rerr)
@@ -1208,6 +1211,14 @@ func (m *model) opMknod() {
 
 // fifo reports whether p leads to a FIFO in the reference, which an
 // open there would wait on.
+// specialParent reports whether p's parent is a FIFO or a socket:
+// os.RemoveAll opens the parent with open(2), which a socket answers
+// with ENXIO and a FIFO blocks, where the view says ENOTDIR.
+func (m *model) specialParent(p string) bool {
+	fi, err := os.Lstat(m.r(parentOfKey(p)))
+	return err == nil && fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
+}
+
 func (m *model) fifo(p string) bool {
 	fi, err := os.Stat(m.r(p))
 	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/vfstest"
 )
 
 // TestConcurrentView runs writers, readers, renames, removals and editor
@@ -172,11 +173,11 @@ func TestConcurrentView(t *testing.T) {
 		}
 	}
 	// rounds is even: the directory is back at its name, whole.
-	wantContent(t, e, "moving/inner/x", "x")
-	wantMissing(t, e, "moved")
+	vfstest.WantContent(t, e.v, "moving/inner/x", "x")
+	vfstest.WantMissing(t, e.v, "moved")
 	// rounds/8 is even: every file is back at its first name.
 	for i := range 8 {
-		wantMissing(t, e, fmt.Sprintf("d/g%d", i))
+		vfstest.WantMissing(t, e.v, fmt.Sprintf("d/g%d", i))
 		if _, err := v.Lstat(fmt.Sprintf("d/f%d", i)); err != nil {
 			t.Errorf("d/f%d: %v", i, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/vfstest"
 )
 
 // TestSpecialFiles: FIFOs, sockets and device nodes are draft objects
@@ -35,7 +36,7 @@ func TestSpecialFiles(t *testing.T) {
 	wantErrno(t, "mknod over an existing name", e.v.Mknod("dir/fifo", fs.ModeNamedPipe|0o644, 0), syscall.EEXIST)
 	wantErrno(t, "mknod of a directory", e.v.Mknod("dir/x", fs.ModeDir|0o755, 0), syscall.EINVAL)
 	must(t, e.v.Mknod("dir/reg", 0o600, 0)) // mknod(2) of a regular file
-	wantContent(t, e, "dir/reg", "")
+	vfstest.WantContent(t, e.v, "dir/reg", "")
 
 	check := func(when string) {
 		t.Helper()
@@ -84,7 +85,7 @@ func TestSpecialFiles(t *testing.T) {
 		}
 	}
 	must(t, e.v.Remove("dir/sock"))
-	wantMissing(t, e, "dir/sock")
+	vfstest.WantMissing(t, e.v, "dir/sock")
 	st, err := e.d.Status()
 	must(t, err)
 	var added []string

@@ -1,0 +1,215 @@
+//go:build linux
+
+package vfstest
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// WriteTree creates tree below dir: a key ending in "/" is a directory,
+// a value starting with "->" a symlink to the rest, anything else a file
+// with that content. Parents are made as needed.
+func WriteTree(t testing.TB, dir string, tree map[string]string) {
+	t.Helper()
+	for k, v := range tree {
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case strings.HasSuffix(k, "/"):
+			err = os.MkdirAll(p, 0o755)
+		case strings.HasPrefix(v, "->"):
+			err = os.Symlink(v[2:], p)
+		default:
+			err = os.WriteFile(p, []byte(v), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// DiskSnapshot describes a directory tree byte for byte: each path's
+// type, permissions, size, content or symlink target and mtime.
+func DiskSnapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		desc := fi.Mode().String() + " " + fi.ModTime().UTC().String()
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += " " + string(b)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		}
+		snap[rel] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// CheckSnapshot fails when the tree at dir differs from want.
+func CheckSnapshot(t testing.TB, dir string, want map[string]string) {
+	t.Helper()
+	got := DiskSnapshot(t, dir)
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("disk: %s is gone (was %q)", k, w)
+		} else if g != w {
+			t.Errorf("disk: %s changed: %q, was %q", k, g, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("disk: %s appeared: %q", k, g)
+		}
+	}
+}
+
+// Must fails the test on an error.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ErrnoOf is the errno an error stands for: 0 for nil. The view's
+// errors and the os package's go through the same mapping, so an error
+// that wraps no errno compares by its io/fs class.
+func ErrnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	return overlay.Errno(err)
+}
+
+// WantErrno fails unless err stands for want (0: no error) and says
+// which path it is about.
+func WantErrno(t testing.TB, what string, err error, want syscall.Errno) {
+	t.Helper()
+	if got := ErrnoOf(err); got != want {
+		t.Fatalf("%s: got %v (errno %d %v), want errno %d %v", what, err, got, got, want, want)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		var le *os.LinkError
+		if !errors.As(err, &pe) && !errors.As(err, &le) && !errors.Is(err, overlay.ErrOutside) {
+			t.Fatalf("%s: %v is not a *fs.PathError", what, err)
+		}
+	}
+}
+
+// ReadAll reads a whole file of an afero.Fs.
+func ReadAll(fsys afero.Fs, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// MustRead is the content of a file of fsys.
+func MustRead(t testing.TB, fsys afero.Fs, name string) string {
+	t.Helper()
+	b, err := ReadAll(fsys, name)
+	if err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	return string(b)
+}
+
+// MustWrite writes a file of fsys.
+func MustWrite(t testing.TB, fsys afero.Fs, name, content string) {
+	t.Helper()
+	if err := afero.WriteFile(fsys, name, []byte(content), 0o644); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+}
+
+// InoOf is the inode number of name in fsys.
+func InoOf(t testing.TB, fsys FS, name string) uint64 {
+	t.Helper()
+	fi, err := fsys.Lstat(name)
+	Must(t, err)
+	return Ino(t, fi)
+}
+
+// WantNames fails unless dir of fsys lists exactly want, in order.
+func WantNames(t testing.TB, fsys FS, dir string, want ...string) {
+	t.Helper()
+	ents, err := fsys.ReadDir(dir)
+	Must(t, err)
+	var got []string
+	for _, de := range ents {
+		got = append(got, de.Name())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ReadDir(%q) = %q, want %q", dir, got, want)
+	}
+}
+
+// WantContent fails unless name of fsys holds want, and says its size.
+func WantContent(t testing.TB, fsys FS, name, want string) {
+	t.Helper()
+	if got := MustRead(t, fsys, name); got != want {
+		t.Fatalf("%s holds %q, want %q", name, got, want)
+	}
+	fi, err := fsys.Stat(name)
+	Must(t, err)
+	if fi.Size() != int64(len(want)) {
+		t.Fatalf("%s: size %d, want %d", name, fi.Size(), len(want))
+	}
+}
+
+// WantMissing fails unless name of fsys is missing.
+func WantMissing(t testing.TB, fsys FS, name string) {
+	t.Helper()
+	_, err := fsys.Lstat(name)
+	WantErrno(t, "lstat "+name, err, syscall.ENOENT)
+}
+
+// need is the Env as the capability C; without it, the test is skipped
+// saying why.
+func need[C any](t *testing.T, e Env, why string) C {
+	t.Helper()
+	c, ok := e.(C)
+	if !ok {
+		t.Skip(why)
+	}
+	return c
+}
