@@ -27,10 +27,10 @@ var methods map[string]method
 func init() {
 	methods = map[string]method{
 		"initialize":       {fn: (*conn).initialize, ordered: true},
-		"buffer/didOpen":   {fn: (*conn).didOpen, ordered: true, buffer: true, user: true},
-		"buffer/didChange": {fn: (*conn).didChange, ordered: true, buffer: true, user: true},
-		"buffer/didSave":   {fn: (*conn).didSave, ordered: true, buffer: true, user: true},
-		"buffer/didClose":  {fn: (*conn).didClose, ordered: true, buffer: true, user: true},
+		"buffer/didOpen":   {fn: onBuffer((*conn).didOpen, "path", "version", "text"), ordered: true, buffer: true, user: true},
+		"buffer/didChange": {fn: onBuffer((*conn).didChange, "path", "version"), ordered: true, buffer: true, user: true},
+		"buffer/didSave":   {fn: onBuffer((*conn).didSave, "path"), ordered: true, buffer: true, user: true},
+		"buffer/didClose":  {fn: onBuffer((*conn).didClose, "path"), ordered: true, buffer: true, user: true},
 		"buffer/list":      {fn: (*conn).bufferList},
 		"draft/status":     {fn: onDraft(reads, (*conn).status)},
 		"draft/diff":       {fn: onDraft(reads, (*conn).diff)},
@@ -115,15 +115,30 @@ func (s *Server) bufferKey(p string) (string, error) {
 	return key, nil
 }
 
-func (cn *conn) didOpen(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p DidOpenParams
-	if err := decode(req, &p, "path", "version", "text"); err != nil {
-		return nil, err
+// bufferRequest is the params of a method on one editor buffer: the
+// path the editor knows it by.
+type bufferRequest interface {
+	bufferPath() string
+}
+
+// onBuffer makes the handler of a buffer method: it decodes the params
+// (with the required members), checks them, maps the path to the
+// buffer's key, then runs op.
+func onBuffer[P bufferRequest](op func(*conn, P, string) (any, error), required ...string) func(*conn, context.Context, *jsonrpc2.Request) (any, error) {
+	return func(cn *conn, _ context.Context, req *jsonrpc2.Request) (any, error) {
+		p, err := decodeChecked[P](req, required)
+		if err != nil {
+			return nil, err
+		}
+		key, err := cn.s.bufferKey(p.bufferPath())
+		if err != nil {
+			return nil, err
+		}
+		return op(cn, p, key)
 	}
-	key, err := cn.s.bufferKey(p.Path)
-	if err != nil {
-		return nil, err
-	}
+}
+
+func (cn *conn) didOpen(p DidOpenParams, key string) (any, error) {
 	if err := cn.s.ws.Buffers().Open(key, p.Version, []byte(p.Text)); err != nil {
 		return nil, err
 	}
@@ -131,28 +146,13 @@ func (cn *conn) didOpen(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return nil, nil
 }
 
-func (cn *conn) didChange(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p DidChangeParams
-	if err := decode(req, &p, "path", "version"); err != nil {
-		return nil, err
-	}
-	switch {
-	case p.Text != nil && p.Changes != nil:
-		return nil, invalidParams(`buffer/didChange: give "text" or "changes", not both`)
-	case p.Text == nil && p.Changes == nil:
-		return nil, invalidParams(`buffer/didChange: give "text" (the full text) or "changes" (ranges)`)
-	case p.Length != nil && *p.Length < 0:
-		return nil, invalidParams(`buffer/didChange: "length" must not be negative`)
-	}
-	key, err := cn.s.bufferKey(p.Path)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) didChange(p DidChangeParams, key string) (any, error) {
 	bufs := cn.s.ws.Buffers()
 	if p.Text == nil && len(p.Changes) == 1 && p.Changes[0].Range == nil {
 		p.Text = &p.Changes[0].Text
 	}
 	var applied bool
+	var err error
 	if p.Text != nil {
 		if p.Length != nil && int64(len(*p.Text)) != *p.Length {
 			return nil, invalidParams(`buffer/didChange: "length" is %d but the text has %d bytes`, *p.Length, len(*p.Text))
@@ -187,27 +187,11 @@ func (cn *conn) didChange(_ context.Context, req *jsonrpc2.Request) (any, error)
 	return DidChangeResult{Applied: applied}, err
 }
 
-func (cn *conn) didSave(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p BufferParams
-	if err := decode(req, &p, "path"); err != nil {
-		return nil, err
-	}
-	key, err := cn.s.bufferKey(p.Path)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) didSave(_ BufferParams, key string) (any, error) {
 	return nil, cn.s.ws.Buffers().Save(key)
 }
 
-func (cn *conn) didClose(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p BufferParams
-	if err := decode(req, &p, "path"); err != nil {
-		return nil, err
-	}
-	key, err := cn.s.bufferKey(p.Path)
-	if err != nil {
-		return nil, err
-	}
+func (cn *conn) didClose(_ BufferParams, key string) (any, error) {
 	cn.own(key, false)
 	return nil, cn.s.ws.Buffers().Close(key)
 }

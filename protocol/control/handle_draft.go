@@ -71,19 +71,27 @@ const (
 	fsWrites
 )
 
+// decodeChecked decodes a request's params into P, with the required
+// members, and checks them if P is a checkedRequest.
+func decodeChecked[P any](req *jsonrpc2.Request, required []string) (P, error) {
+	var p P
+	if err := decode(req, &p, required...); err != nil {
+		return p, err
+	}
+	if c, ok := any(p).(checkedRequest); ok {
+		return p, c.check()
+	}
+	return p, nil
+}
+
 // onDraft makes the handler of a method on one draft: it decodes the
 // params (with the required members), checks them and the source, opens
 // the draft as how says, then runs op.
 func onDraft[P draftRequest](how access, op func(*conn, P, *overlay.Draft, overlay.Source) (any, error), required ...string) func(*conn, context.Context, *jsonrpc2.Request) (any, error) {
 	return func(cn *conn, _ context.Context, req *jsonrpc2.Request) (any, error) {
-		var p P
-		if err := decode(req, &p, required...); err != nil {
+		p, err := decodeChecked[P](req, required)
+		if err != nil {
 			return nil, err
-		}
-		if c, ok := any(p).(checkedRequest); ok {
-			if err := c.check(); err != nil {
-				return nil, err
-			}
 		}
 		name, source := p.ref()
 		dflt := overlay.SourceCLI

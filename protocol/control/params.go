@@ -289,6 +289,22 @@ func (p DiscardParams) check() error {
 	return nil
 }
 
+func (p BufferParams) bufferPath() string    { return p.Path }
+func (p DidOpenParams) bufferPath() string   { return p.Path }
+func (p DidChangeParams) bufferPath() string { return p.Path }
+
+func (p DidChangeParams) check() error {
+	switch {
+	case p.Text != nil && p.Changes != nil:
+		return invalidParams(`buffer/didChange: give "text" or "changes", not both`)
+	case p.Text == nil && p.Changes == nil:
+		return invalidParams(`buffer/didChange: give "text" (the full text) or "changes" (ranges)`)
+	case p.Length != nil && *p.Length < 0:
+		return invalidParams(`buffer/didChange: "length" must not be negative`)
+	}
+	return nil
+}
+
 func (p FsWriteParams) check() error {
 	if p.Mode&^0o7777 != 0 {
 		return invalidParams(`fs/writeFile: "mode" takes permission bits only (at most 0o7777), not %#o`, p.Mode)

@@ -551,9 +551,10 @@ func TestRequestsSettle(t *testing.T) {
 	}
 }
 
-// TestDraftPreamble: every draft method checks its params before it
-// opens a draft, and methods that read never create one.
-func TestDraftPreamble(t *testing.T) {
+// TestPreamble: every draft and buffer method checks its params before
+// it opens a draft or a buffer, and methods that read never create a
+// draft.
+func TestPreamble(t *testing.T) {
 	e := newEnv(t)
 	r := e.raw(t)
 	for i, c := range []struct{ req, want string }{
@@ -562,6 +563,9 @@ func TestDraftPreamble(t *testing.T) {
 		{`"fs/writeFile","params":{"draft":"new1","source":"mcp","path":"a","data":"","mode":65535}`, "permission bits only"},
 		{`"fs/stat","params":{"draft":"new1","source":"nobody","path":"a"}`, `"source" must be`},
 		{`"draft/read","params":{"draft":"new1"}`, `"path" is missing`},
+		{`"buffer/didChange","params":{"path":"new1","version":1,"text":"x","changes":[]}`, "not both"},
+		{`"buffer/didChange","params":{"path":"new1","version":1,"text":"x","length":-1}`, "must not be negative"},
+		{`"buffer/didSave","params":{}`, `"path" is missing`},
 		{`"draft/status","params":{"draft":"new1"}`, `no draft "new1"`},
 		{`"draft/timeline","params":{"draft":"new1"}`, `no draft "new1"`},
 	} {
