@@ -71,6 +71,9 @@ type Draft struct {
 	// the births of the objects they were copied up from (identity.go).
 	bornMu sync.Mutex
 	born   map[uint64]int64
+
+	// memo keeps per-path answers of status and commit (status_memo.go).
+	memo memo
 }
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {

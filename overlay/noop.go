@@ -98,13 +98,16 @@ func (d *Draft) changes() ([]item, map[uint64]inode) {
 		}
 	}
 	d.mu.RUnlock()
+	d.memo.prune(all)
+	s := d.stamper()
+	defer s.close()
 	out := all[:0]
 	for _, it := range all {
 		var n *inode
 		if c, ok := inodes[it.e.Ino]; ok {
 			n = &c
 		}
-		if !d.same(it, n) {
+		if !d.sameMemo(&it, n, s) {
 			out = append(out, it)
 		}
 	}
@@ -114,9 +117,12 @@ func (d *Draft) changes() ([]item, map[uint64]inode) {
 // changesLocked is changes for a caller that holds d.mu.
 func (d *Draft) changesLocked() []item {
 	all := d.items()
+	d.memo.prune(all)
+	s := d.stamper()
+	defer s.close()
 	out := all[:0]
 	for _, it := range all {
-		if !d.same(it, d.inodes[it.e.Ino]) {
+		if !d.sameMemo(&it, d.inodes[it.e.Ino], s) {
 			out = append(out, it)
 		}
 	}
@@ -127,8 +133,10 @@ func (d *Draft) changesLocked() []item {
 // items that change nothing. Must be called with d.mu held.
 func (d *Draft) noopLocked(chosen map[string]*entry) map[string]bool {
 	out := map[string]bool{}
+	s := d.stamper()
+	defer s.close()
 	for _, it := range d.items() {
-		if _, ok := chosen[it.key]; ok && d.same(it, d.inodes[it.e.Ino]) {
+		if _, ok := chosen[it.key]; ok && d.sameMemo(&it, d.inodes[it.e.Ino], s) {
 			out[it.key] = true
 		}
 	}

@@ -5,7 +5,8 @@ package overlay
 import (
 	"io/fs"
 	"os"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Change kinds reported by Status.
@@ -69,6 +70,7 @@ type item struct {
 	from   string // origin of a rename
 	source string // key of the whiteout at the rename's origin, if any
 	leaf   bool   // no draft entries below key
+	st     *stamp // what sameMemo stamped, for statusEntryMemo; nil: none
 }
 
 // items lists the draft's reportable changes, sorted by key. Must be
@@ -83,7 +85,7 @@ func (d *Draft) items() []item {
 		}
 	}
 	sources := map[string]string{} // renamed entry key → whiteout key
-	var out []item
+	out := make([]item, 0, len(d.entries))
 	for k, e := range d.entries {
 		it := item{key: k, e: *e, leaf: len(d.children[k]) == 0}
 		if n := d.inodes[e.Ino]; e.Ino != 0 && n != nil {
@@ -130,7 +132,7 @@ func (d *Draft) items() []item {
 	for i := range out {
 		out[i].source = sources[out[i].key]
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	slices.SortFunc(out, func(a, b item) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
@@ -182,7 +184,7 @@ func (d *Draft) statusEntries(items []item, keep func(item) bool) ([]StatusEntry
 		if !keep(it) {
 			continue
 		}
-		s, err := d.statusEntry(it)
+		s, err := d.statusEntryMemo(it)
 		if err != nil {
 			return nil, err
 		}
