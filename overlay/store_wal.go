@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
 
@@ -153,4 +154,90 @@ func fullHint(dir string, err error) string {
 	}
 	return fmt.Sprintf(" (the disk of the state directory %s is full; the draft's state holds %s: free space on that disk, "+
 		"or run draftfs gc to drop undo data it no longer needs, or draftfs discard to drop draft changes)", dir, FormatSize(dirSize(dir)))
+}
+
+// checkpointLocked moves the pending records into the database, makes it
+// durable and empties the log. Must be called with s.mu held.
+func (s *store) checkpointLocked() error {
+	if s.records == 0 || s.readOnly {
+		return nil
+	}
+	err := safe(func() error { return s.db.Update(s.checkpointTx) })
+	if err == nil {
+		err = s.db.Sync()
+	}
+	if err == nil {
+		err = s.wal.Truncate(0)
+	}
+	if err != nil {
+		s.checkpointErr = err
+		return fmt.Errorf("checkpoint %s into %s: %w%s", s.walPath, s.path, err, s.fullHint(err))
+	}
+	s.pending, s.records, s.size, s.retryAt, s.checkpointErr = pending{}, 0, 0, 0, nil
+	s.keepReserve()
+	return nil
+}
+
+// checkpointTx moves the pending records into the database. Must be
+// called with s.mu held.
+func (s *store) checkpointTx(tx *bolt.Tx) error {
+	p := &s.pending
+	{
+		eb := tx.Bucket(bucketEntries)
+		for k, v := range p.entries {
+			if err := putOrDelete(eb, entryKey(k), v); err != nil {
+				return err
+			}
+		}
+		ib := tx.Bucket(bucketInodes)
+		for ino, v := range p.inodes {
+			if err := putOrDelete(ib, inoKey(ino), v); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if p.nextIno != 0 {
+			if err := meta.Put(keyNextIno, inoKey(p.nextIno)); err != nil {
+				return err
+			}
+		}
+		lb := tx.Bucket(bucketLog)
+		for _, l := range p.log {
+			seq, _ := lb.NextSequence()
+			if err := lb.Put(inoKey(seq), l); err != nil {
+				return err
+			}
+		}
+		cb := tx.Bucket(bucketCommits)
+		for id, v := range p.commits {
+			if err := putOrDelete(cb, inoKey(id), v); err != nil {
+				return err
+			}
+			// A commit's id came from the sequence without a sync: after
+			// a power loss the log may hold ids the sequence lost.
+			if id > cb.Sequence() {
+				if err := cb.SetSequence(id); err != nil {
+					return err
+				}
+			}
+		}
+		return meta.Put(keyWalApplied, inoKey(s.seq))
+	}
+}
+
+func putOrDelete(b *bolt.Bucket, k, v []byte) error {
+	if v == nil {
+		return b.Delete(k)
+	}
+	return b.Put(k, v)
+}
+
+// checkpoint brings the database up to date, for reading it.
+func (s *store) checkpoint() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkpointLocked(); err != nil {
+		return fmt.Errorf("overlay: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,110 @@
+package control
+
+import "github.com/draftfs/draftfs/overlay"
+
+// Notifications: the engine's changes fanned out to every connection
+// as draft/didChange, each connection sending its own queue.
+
+// sendNotices sends queued notifications until the connection ends.
+func (cn *conn) sendNotices() {
+	defer cn.s.wg.Done()
+	for {
+		select {
+		case n := <-cn.queue:
+			if err := cn.rpc.Notify(cn.s.ctx, n.method, n.params); err != nil {
+				cn.rpc.Close()
+				return
+			}
+		case <-cn.done:
+			return
+		}
+	}
+}
+
+// fanOut turns the change feed into notifications for every subscribed
+// connection. It never blocks on a client: a full queue is emptied and
+// replaced by one notification that says changes were lost.
+func (s *Server) fanOut() {
+	defer s.wg.Done()
+	for c := range s.sub.C {
+		batch := []overlay.Change{c}
+	more:
+		for len(batch) < 4096 {
+			select {
+			case c, ok := <-s.sub.C:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		s.broadcast(s.notices(batch))
+	}
+}
+
+// notices turns changes into notifications: runs of commits or
+// discards of one draft become one didCommit or didDiscard.
+func (s *Server) notices(batch []overlay.Change) []notice {
+	var out []notice
+	for i := 0; i < len(batch); {
+		c := batch[i]
+		if (c.Kind == overlay.ChangeCommit || c.Kind == overlay.ChangeDiscard) && !c.Overflow {
+			j := i
+			var paths []string
+			for ; j < len(batch) && batch[j].Kind == c.Kind && batch[j].Draft == c.Draft && !batch[j].Overflow; j++ {
+				paths = append(paths, s.ws.Abs(batch[j].Path))
+			}
+			method := "draft/didCommit"
+			if c.Kind == overlay.ChangeDiscard {
+				method = "draft/didDiscard"
+			}
+			out = append(out, notice{method, PathsNotice{Draft: c.Draft, Paths: paths}})
+			i = j
+			continue
+		}
+		if c.Overflow {
+			out = append(out, overflowNotice(s.ws.Root()))
+		}
+		n := ChangeNotice{Draft: c.Draft, Path: s.ws.Abs(c.Path), Change: string(c.Kind), Source: string(c.Source)}
+		if c.From != "" {
+			n.From = s.ws.Abs(c.From)
+		}
+		out = append(out, notice{"draft/didChange", n})
+		i++
+	}
+	return out
+}
+
+func overflowNotice(root string) notice {
+	return notice{"draft/didChange", ChangeNotice{Path: root, Change: "overflow", Overflow: true}}
+}
+
+func (s *Server) broadcast(ns []notice) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for cn := range s.conns {
+		if !cn.subscribed.Load() {
+			continue
+		}
+		for _, n := range ns {
+			select {
+			case cn.queue <- n:
+				continue
+			default:
+			}
+			// Full: the client is slow. Drop what waits, say so, go on.
+		drain:
+			for {
+				select {
+				case <-cn.queue:
+				default:
+					break drain
+				}
+			}
+			cn.queue <- overflowNotice(s.ws.Root())
+			break
+		}
+	}
+}
