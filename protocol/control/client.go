@@ -18,7 +18,8 @@ import (
 // a pipe. Its methods may be called from several goroutines. Errors the
 // daemon answers are *Error, which unwrap to the engine's own errors.
 type Client struct {
-	rpc *jsonrpc2.Conn
+	rpc    *jsonrpc2.Conn
+	stream *stream
 
 	mu       sync.Mutex // protects the following
 	watchers map[int]func(ChangeNotice)
@@ -38,8 +39,8 @@ func Dial(socket string) (*Client, error) {
 
 // NewClient runs the protocol over rwc.
 func NewClient(rwc io.ReadWriteCloser) *Client {
-	c := &Client{watchers: map[int]func(ChangeNotice){}}
-	c.rpc = jsonrpc2.NewConn(context.Background(), newStream(rwc, maxClientMessage, false),
+	c := &Client{watchers: map[int]func(ChangeNotice){}, stream: newStream(rwc, maxClientMessage, false)}
+	c.rpc = jsonrpc2.NewConn(context.Background(), c.stream,
 		jsonrpc2.HandlerWithError(c.handle), jsonrpc2.SetLogger(logger{func(string, ...any) {}}))
 	return c
 }
@@ -66,6 +67,14 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return fromRPC(err)
 	}
 	return nil
+}
+
+// callSpliced is Call for params given as the pieces of their JSON,
+// written as they are (stream.splice).
+func (c *Client) callSpliced(ctx context.Context, method string, pieces [][]byte, result any) error {
+	params, drop := c.stream.splice(pieces)
+	defer drop()
+	return c.Call(ctx, method, params, result)
 }
 
 // ErrDisconnected: the connection to the daemon is gone.

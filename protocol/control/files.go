@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -104,10 +105,19 @@ func (f *Files) WriteFile(key string, data []byte, perm fs.FileMode) error {
 		return fmt.Errorf("write %s: %d bytes, over the limit of %d bytes for one write through the daemon's socket (%d MiB messages): %w",
 			key, len(data), limit, MaxMessage>>20, agent.ErrWriteTooLarge)
 	}
-	if data == nil {
-		data = []byte{}
+	// The text goes out as base64 in one buffer of its final size, the
+	// rest of the params beside it (FsWriteParams on the wire).
+	rest, err := json.Marshal(struct {
+		FsParams
+		Mode uint32 `json:"mode,omitempty"`
+	}{f.params(key), uint32(perm.Perm())})
+	if err != nil {
+		return err
 	}
-	return f.call("fs/writeFile", FsWriteParams{FsParams: f.params(key), Data: data, Mode: uint32(perm.Perm())}, nil)
+	b64 := make([]byte, base64.StdEncoding.EncodedLen(len(data)))
+	base64.StdEncoding.Encode(b64, data)
+	return f.c.callSpliced(context.Background(), "fs/writeFile",
+		[][]byte{[]byte(`{"data":"`), b64, []byte(`",`), rest[1:]}, nil)
 }
 
 // MkdirAll implements agent.Files.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -43,6 +44,10 @@ type stream struct {
 	lines *lines.Reader // only ReadObject touches it
 
 	wmu sync.Mutex // serialises writes: jsonrpc2 and rejections
+
+	smu        sync.Mutex // protects the following
+	splices    map[int][][]byte
+	nextSplice int
 }
 
 func newStream(conn io.ReadWriteCloser, max int, answer bool) *stream {
@@ -95,42 +100,53 @@ func (s *stream) ReadObject(v any) error {
 }
 
 // WriteObject implements jsonrpc2.ObjectStream: one line per message
-// (json.Marshal never emits a raw newline), written whole.
+// (json.Marshal never emits a raw newline), written whole, with spliced
+// params written in place of their stand-ins.
 func (s *stream) WriteObject(obj any) error {
-	if r, ok := obj.(*jsonrpc2.Request); ok && r.Params != nil && len(*r.Params) >= bigParams && r.Meta == nil && len(r.ExtraFields) == 0 {
-		return s.writeRequest(r)
-	}
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
+	s.smu.Lock()
+	for id, pieces := range s.splices {
+		marker := spliceMarker(id)
+		if i := bytes.Index(b, marker); i >= 0 {
+			s.smu.Unlock()
+			return s.writeLine(slices.Concat([][]byte{b[:i]}, pieces, [][]byte{b[i+len(marker):], []byte("\n")})...)
+		}
+	}
+	s.smu.Unlock()
 	return s.writeLine(append(b, '\n'))
 }
 
-// bigParams is the size from which a request's params are written as
-// they are, not marshalled again.
-const bigParams = 64 << 10
+// A request whose params hold a large text goes out with a small
+// stand-in for its params, which WriteObject replaces by the params'
+// JSON in pieces: jsonrpc2 would marshal the params, then the request
+// that holds them, then the message that holds the request, each time
+// through encoding/json's growing buffers and copies: about ten copies of
+// the text in all. The stand-in, {"$splice":"ID"}, cannot occur inside a
+// JSON string, whose quotes are escaped.
 
-// writeRequest writes r with its params as jsonrpc2 marshalled them
-// (compact JSON, no newline): marshalling the request would copy a large
-// file's base64 text three more times (its MarshalJSON, the outer
-// Marshal, the newline).
-func (s *stream) writeRequest(r *jsonrpc2.Request) error {
-	head := struct {
-		JSONRPC string       `json:"jsonrpc"`
-		Method  string       `json:"method"`
-		ID      *jsonrpc2.ID `json:"id,omitempty"`
-	}{JSONRPC: "2.0", Method: r.Method}
-	if !r.Notif {
-		head.ID = &r.ID
+// splice registers params given as the pieces of their JSON, and returns
+// their stand-in, to pass as a call's params, and a func that drops them
+// once the call returns.
+func (s *stream) splice(pieces [][]byte) (params json.RawMessage, drop func()) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.splices == nil {
+		s.splices = map[int][][]byte{}
 	}
-	b, err := json.Marshal(head)
-	if err != nil {
-		return err
+	s.nextSplice++
+	id := s.nextSplice
+	s.splices[id] = pieces
+	return spliceMarker(id), func() {
+		s.smu.Lock()
+		defer s.smu.Unlock()
+		delete(s.splices, id)
 	}
-	b = append(b[:len(b)-1], `,"params":`...)
-	return s.writeLine(b, *r.Params, []byte("}\n"))
 }
+
+func spliceMarker(id int) []byte { return fmt.Appendf(nil, `{"$splice":"%d"}`, id) }
 
 // writeLine writes the pieces of one line, which ends with a newline.
 func (s *stream) writeLine(pieces ...[]byte) error {

@@ -25,10 +25,11 @@ const keepBuf = 4 << 20
 
 // Reader splits a stream into lines of at most max bytes.
 type Reader struct {
-	r    *bufio.Reader
-	max  int
-	buf  []byte // the current line; reused, so valid until the next call
-	head []byte // the start of the last line that was too long
+	r     *bufio.Reader
+	max   int
+	buf   []byte   // the current line; reused, so valid until the next call
+	parts [][]byte // the pieces of a line longer than r's buffer
+	head  []byte   // the start of the last line that was too long
 }
 
 // NewReader reads lines of at most max bytes, without their ending, from r.
@@ -37,37 +38,42 @@ func NewReader(r io.Reader, max int) *Reader {
 }
 
 // Next returns the next line without its ending, valid until the next
-// call; ErrTooLong when it was over the limit; io.EOF at the end.
+// call; ErrTooLong when it was over the limit; io.EOF at the end. A line
+// longer than the read buffer is gathered in pieces and copied once into
+// a buffer of its size: a large message costs twice its size at most
+// while it is read, not the slack of a buffer grown by doubling.
 func (l *Reader) Next() ([]byte, error) {
 	if cap(l.buf) > keepBuf {
-		l.buf = nil
+		l.buf = nil // not kept while the next line is awaited
 	}
-	l.buf = l.buf[:0]
+	l.parts = l.parts[:0]
+	n := 0
 	tooLong := false
 	for {
 		chunk, err := l.r.ReadSlice('\n')
 		if !tooLong {
 			// +2: the "\r\n" that will not count.
-			if len(l.buf)+len(chunk) > l.max+2 {
-				l.head = append(l.head[:0], l.buf[:min(len(l.buf), HeadSize)]...)
-				l.head = append(l.head, chunk[:min(len(chunk), HeadSize-len(l.head))]...)
-				tooLong, l.buf = true, l.buf[:0]
-			} else {
-				l.buf = append(l.buf, chunk...)
+			if n+len(chunk) > l.max+2 {
+				l.keepHead(chunk)
+				tooLong, l.parts, n = true, l.parts[:0], 0
+			} else if errors.Is(err, bufio.ErrBufferFull) {
+				l.parts = append(l.parts, bytes.Clone(chunk))
+				n += len(chunk)
 			}
 		}
 		switch {
 		case err == nil:
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && (len(l.buf) > 0 || tooLong):
+		case errors.Is(err, io.EOF) && (n+len(chunk) > 0 || tooLong):
 		default:
 			return nil, err
 		}
 		if tooLong {
 			return nil, ErrTooLong
 		}
-		line := bytes.TrimSuffix(l.buf, []byte("\n"))
+		line := l.gather(chunk, n+len(chunk))
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) > l.max {
 			l.head = append(l.head[:0], line[:min(len(line), HeadSize)]...)
@@ -75,6 +81,30 @@ func (l *Reader) Next() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// gather joins the pieces of a line and its last chunk, n bytes in all,
+// reusing the line buffer up to keepBuf.
+func (l *Reader) gather(last []byte, n int) []byte {
+	if n > cap(l.buf) {
+		l.buf = make([]byte, 0, n)
+	}
+	l.buf = l.buf[:0]
+	for i, p := range l.parts {
+		l.buf = append(l.buf, p...)
+		l.parts[i] = nil
+	}
+	l.parts = l.parts[:0]
+	return append(l.buf, last...)
+}
+
+// keepHead keeps the start of a line found too long at chunk.
+func (l *Reader) keepHead(chunk []byte) {
+	l.head = l.head[:0]
+	for _, p := range l.parts {
+		l.head = append(l.head, p[:min(len(p), HeadSize-len(l.head))]...)
+	}
+	l.head = append(l.head, chunk[:min(len(chunk), HeadSize-len(l.head))]...)
 }
 
 // Head returns the first HeadSize bytes of the last line that was too
