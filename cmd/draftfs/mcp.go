@@ -27,8 +27,8 @@ read-only draft_status and draft_diff. No tool commits.
 The tools reach the ALLOWED_DIRs (default: the workspace), which must lie
 inside the workspace; a client that has MCP roots replaces them with its
 roots. Files are also resources (file:// URIs) a client can subscribe to.
-Files over 10 MiB are not read whole; a message over 64 MiB ends the
-session.
+Files over 10 MiB are not read whole; a message over 64 MiB is answered
+with an error and skipped.
 
 It uses the workspace's running daemon, or serves the workspace itself
 while it runs, so draftfs status and editors still reach it.`,

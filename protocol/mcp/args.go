@@ -99,8 +99,22 @@ func (p prop) schema() map[string]any {
 type args map[string]any
 
 func (a args) str(name string) string {
-	s, _ := a[name].(string)
-	return s
+	switch v := a[name].(type) {
+	case string:
+		return v
+	case largeText:
+		return string(v)
+	}
+	return ""
+}
+
+// text is a string argument as bytes: a large one as the transport took
+// it out of the message, with no copy.
+func (a args) text(name string) []byte {
+	if t, ok := a[name].(largeText); ok {
+		return t
+	}
+	return []byte(a.str(name))
 }
 
 func (a args) num(name string) float64 {

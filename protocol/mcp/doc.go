@@ -76,7 +76,9 @@
 //   - a root above the workspace allows the workspace: nothing else is in
 //     the view;
 //   - on stdio ([Server.RunStdio]) a message over [MaxMessageSize]
-//     (64 MiB) ends the session.
+//     (64 MiB), one that is not JSON, or a batch is answered with an
+//     error and skipped; the session goes on (the reference reports it
+//     on stderr and drops it).
 //
 // # Resources
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ import (
 const DefaultMaxFileSize = 10 << 20
 
 // MaxMessageSize bounds one message from the client on stdio (RunStdio):
-// a bigger one ends the session, as the SDK cannot skip it. It is well
+// a bigger one is answered with an error and skipped. It is well
 // above what the tools read whole, so a write may be larger than a read.
 const MaxMessageSize = 64 << 20
 
@@ -79,6 +80,8 @@ type Server struct {
 	rootsDone chan struct{}
 
 	subs subscriptions
+	// large holds what the stdio transport took out of messages.
+	large *largeArgs
 }
 
 // New returns a server over f.
@@ -90,6 +93,7 @@ func New(f agent.Files, opts Options) (*Server, error) {
 		log:       opts.Log,
 		step:      opts.Step,
 		rootsDone: closedChan(),
+		large:     newLargeArgs(),
 	}
 	if s.max <= 0 {
 		s.max = DefaultMaxFileSize
@@ -158,7 +162,7 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 // RunStdio is Run on stdin and stdout, with messages up to
 // MaxMessageSize.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &sdk.StdioTransport{MaxLineLength: MaxMessageSize})
+	return s.Run(ctx, &stdioTransport{r: os.Stdin, w: os.Stdout, max: MaxMessageSize, large: s.large})
 }
 
 // allowedDirs is a snapshot of the allowed directories.
@@ -347,7 +351,8 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 		if err != nil {
 			return errorResult(err.Error()), nil
 		}
-		// Parsed: the raw copy of a large write's text can go.
+		s.large.restore(a)
+		// Parsed: the raw copy of the arguments can go.
 		req.Params.Arguments = nil
 		if t.writes {
 			s.writeMu.Lock()

@@ -39,15 +39,10 @@ func (s *Server) writeFile(_ context.Context, a args) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	content := a.str("content")
-	if err := s.checkWriteSize(t, len(content)); err != nil {
+	data := a.text("content")
+	if err := s.checkWriteSize(t, len(data)); err != nil {
 		return nil, err
 	}
-	// The text is copied once more, to bytes: the arguments' copy goes
-	// now, so a write holds few copies of a large content at once.
-	delete(a, "content")
-	data := []byte(content)
-	content = ""
 	if err := s.write(t, data); err != nil {
 		return nil, err
 	}
@@ -275,7 +270,7 @@ func (s *Server) appendFile(_ context.Context, a args) (*result, error) {
 			return nil, err
 		}
 	}
-	if err := s.write(t, append(b, a.str("content")...)); err != nil {
+	if err := s.write(t, append(b, a.text("content")...)); err != nil {
 		return nil, err
 	}
 	return textResult("Successfully appended to " + a.str("path")), nil
