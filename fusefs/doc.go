@@ -37,11 +37,12 @@
 // opened by the node's path for that request alone (the kernel never
 // says when a file is closed, and a handle left open for writing would
 // keep its file in the draft across a commit). Unlinking or renaming
-// over a file through the mount first pins the object (an engine handle
-// kept until the kernel forgets the node), so descriptors still open on
-// it keep reading and writing what it held; the first write to a disk
-// file or an editor's text pinned that way makes a private, nameless
-// copy in the draft's store, as the disk and the editor must not see it.
+// over a file through the mount first pins the object: an engine handle
+// ([overlay.Fs.Hold]) kept until the kernel forgets the node, so
+// descriptors still open on it keep reading and writing what it held;
+// the first write through it copies a disk file or an editor's text up
+// into the draft, with no name once the name went, as the disk and the
+// editor must not see it.
 // O_TRUNC reaches the engine as a truncate before the open.
 //
 // Set-id bits are cleared by the server, not the kernel (FUSE's
@@ -113,18 +114,17 @@
 //
 // node.ioMu protects a node's pinned handle: I/O holds it shared,
 // pinning and unpinning exclusively; it is never held across a kernel
-// notification, and a goroutine holds one node's at a time (a private
-// copy reaches the twins one after the other). Server.privateMu
-// serialises making private copies of pinned files. node.ioStateMu
-// protects a node's counts of open files in passthrough mode, and is held
-// while registering or closing its backing file (an ioctl on the FUSE
-// device, not a notification). Server.mu protects the generation, node,
-// twin and pinned-node tables. go-fuse's Inode.mu is taken inside all of
-// them, by its own methods (GetChild, NewInode, Parent).
+// notification, and a goroutine holds one node's at a time.
+// node.ioStateMu protects a node's counts of open files in passthrough
+// mode, and is held while registering or closing its backing file (an
+// ioctl on the FUSE device, not a notification). Server.mu protects the
+// generation, node, twin and pinned-node tables. go-fuse's Inode.mu is
+// taken inside all of them, by its own methods (GetChild, NewInode,
+// Parent).
 //
-// Lock order, outermost first: Server.privateMu, node.ioMu,
-// node.ioStateMu, Server.mu, Inode.mu. The engine's locks (see package
-// overlay) are taken inside node.ioMu and never around a call into this
-// package. Which node go-fuse dropped comes from OnForget (node.forgotten),
+// Lock order, outermost first: node.ioMu, node.ioStateMu, Server.mu,
+// Inode.mu. The engine's locks (see package overlay; a held handle's
+// included) are taken inside node.ioMu and never around a call into
+// this package. Which node go-fuse dropped comes from OnForget (node.forgotten),
 // not from the deprecated Inode.Forgotten.
 package fusefs

@@ -6,19 +6,15 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // File I/O has no open handles: the kernel never sends OPEN (see the
@@ -132,52 +128,22 @@ func (n *node) Fsync(ctx context.Context, _ gofs.FileHandle, flags uint32) sysca
 }
 
 // Lseek implements NodeLseeker for SEEK_DATA and SEEK_HOLE (the kernel
-// answers the other whences itself): the OS file knows its holes; text
-// without one (an editor buffer) has none.
+// answers the other whences itself).
 func (n *node) Lseek(ctx context.Context, _ gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
-	var pos uint64
+	var pos int64
 	errno := n.use("lseek", false, func(f afero.File) error {
-		if osf, ok := osFileOf(f); ok {
-			p, err := unix.Seek(int(osf.Fd()), int64(off), int(whence))
-			pos = uint64(p)
-			return err
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		size := uint64(fi.Size())
-		switch {
-		case off >= size:
-			return syscall.ENXIO
-		case whence == unix.SEEK_DATA:
-			pos = off
-		case whence == unix.SEEK_HOLE:
-			pos = size
-		default:
-			return syscall.EINVAL
-		}
-		return nil
+		var err error
+		pos, err = f.Seek(int64(off), int(whence))
+		return err
 	})
-	return pos, errno
+	return uint64(pos), errno
 }
 
-// Allocate implements NodeAllocater on the draft file.
+// Allocate implements NodeAllocater.
 func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
 	return n.use("fallocate", true, func(f afero.File) error {
-		osf, ok := osFileOf(f)
-		if !ok {
-			return syscall.EOPNOTSUPP
-		}
-		return unix.Fallocate(int(osf.Fd()), mode, int64(off), int64(size))
+		return overlay.Fallocate(f, mode, int64(off), int64(size))
 	})
-}
-
-func osFileOf(f afero.File) (*os.File, bool) {
-	if d, ok := f.(overlay.FileDescriptor); ok {
-		return d.OSFile()
-	}
-	return nil, false
 }
 
 // use runs fn on an engine handle of n's file, writable when write: the
@@ -187,13 +153,6 @@ func osFileOf(f afero.File) (*os.File, bool) {
 // so none stays open; reads are rare, as the kernel keeps pages.
 func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Errno {
 	n.ioMu.RLock()
-	if n.pin != nil && write && n.pinShared {
-		n.ioMu.RUnlock()
-		if err := n.writablePin(); err != nil {
-			return n.srv.errno(op, err)
-		}
-		n.ioMu.RLock()
-	}
 	if n.pin != nil {
 		defer n.ioMu.RUnlock()
 		return n.srv.errno(op, fn(n.pin))
@@ -233,248 +192,4 @@ func (n *node) openErrno(op string, err error) syscall.Errno {
 		return e
 	}
 	return syscall.ENOENT // a parent is no directory any more
-}
-
-// errNotPinned: the node has no pinned handle.
-var errNotPinned = errors.New("not pinned")
-
-// pinned runs fn on n's pinned handle; errNotPinned when there is none.
-func (n *node) pinned(fn func(afero.File) (fs.FileInfo, error)) (fs.FileInfo, error) {
-	n.ioMu.RLock()
-	defer n.ioMu.RUnlock()
-	if n.pin == nil {
-		return nil, errNotPinned
-	}
-	return fn(n.pin)
-}
-
-// holdsPin reports whether n has a pinned handle.
-func (n *node) holdsPin() bool {
-	n.ioMu.RLock()
-	defer n.ioMu.RUnlock()
-	return n.pin != nil
-}
-
-// pinChild keeps the file at name in directory n reachable while its
-// name is unlinked or replaced through the mount (a process may have it
-// open: the kernel does not say), and returns what undoes that if the
-// change fails. A file with other names stays reachable by them. A
-// directory keeps its attributes (see node.gone).
-func (n *node) pinChild(name string) (undo func()) {
-	undo = func() {}
-	in := n.GetChild(name)
-	if in == nil {
-		return undo
-	}
-	mode := in.StableAttr().Mode
-	if mode != syscall.S_IFREG && mode != syscall.S_IFDIR {
-		return undo
-	}
-	c := in.Operations().(*node)
-	key, fi, errno := c.current()
-	if errno != 0 {
-		return undo
-	}
-	if mode == syscall.S_IFDIR {
-		c.ioMu.Lock()
-		defer c.ioMu.Unlock()
-		c.gone = fi
-		return func() { c.ioMu.Lock(); c.gone = nil; c.ioMu.Unlock() }
-	}
-	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
-		return undo
-	}
-	// Twins stand for the same object (see twinsOf): each keeps it too.
-	var undos []func()
-	for _, t := range append(c.srv.twinsOf(c), c) {
-		undos = append(undos, t.pinAt(key))
-	}
-	return func() {
-		for _, u := range undos {
-			u()
-		}
-	}
-}
-
-// pinAt pins the regular file key names (see pinChild) to n, and
-// returns what undoes that.
-func (n *node) pinAt(key string) (undo func()) {
-	f, err := n.srv.fsys.OpenFile(key, os.O_RDONLY, 0)
-	if err != nil {
-		return func() {}
-	}
-	shared := true
-	if osf, ok := osFileOf(f); ok && !n.srv.onDisk(osf) {
-		// A draft file: writes through the open descriptor go on.
-		if rw, err := n.srv.fsys.OpenFile(key, os.O_RDWR, 0); err == nil {
-			f.Close()
-			f, shared = rw, false
-		}
-	}
-	n.ioMu.Lock()
-	defer n.ioMu.Unlock()
-	if n.pin != nil {
-		f.Close()
-		return func() {}
-	}
-	n.pin, n.pinShared = f, shared
-	n.srv.hold(n, true)
-	return func() { n.unpin(f) }
-}
-
-// goneInfo is what n's directory was when its name went (see gone);
-// nil if it was no such directory.
-func (n *node) goneInfo() fs.FileInfo {
-	n.ioMu.RLock()
-	defer n.ioMu.RUnlock()
-	return n.gone
-}
-
-// writablePin makes n's pin, if it reads a file others still read (the
-// disk's, which must not change, or an editor's text), a private copy
-// that writes through descriptors still open on the unlinked file can
-// change, as on a local disk. The copy lives in the draft's store with
-// no name, and goes with the last pin on it: n's twins that pinned the
-// same file get it too (see twinsOf), so they go on sharing content.
-func (n *node) writablePin() error {
-	n.ioMu.RLock()
-	shared := n.pin != nil && n.pinShared
-	n.ioMu.RUnlock()
-	if !shared {
-		return nil
-	}
-	s := n.srv
-	s.privateMu.Lock()
-	defer s.privateMu.Unlock()
-	n.ioMu.Lock()
-	if n.pin == nil || !n.pinShared {
-		n.ioMu.Unlock()
-		return nil // made by a twin meanwhile
-	}
-	cp, err := privateCopyOf(s.d, n.pin)
-	if err == nil {
-		n.pin.Close()
-		n.pin, n.pinShared = cp, false
-	}
-	n.ioMu.Unlock()
-	if err != nil {
-		return err
-	}
-	for _, t := range s.twinsOf(n) {
-		t.ioMu.Lock()
-		if t.pin != nil && t.pinShared {
-			if dup, err := cp.dup(); err == nil {
-				t.pin.Close()
-				t.pin, t.pinShared = dup, false
-			}
-		}
-		t.ioMu.Unlock()
-	}
-	return nil
-}
-
-// privateCopyOf copies f into a nameless file of d's store.
-func privateCopyOf(d *overlay.Draft, f afero.File) (*privateCopy, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	cp, err := d.NamelessFile()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := io.Copy(cp, io.NewSectionReader(f, 0, fi.Size())); err != nil {
-		cp.Close()
-		return nil, err
-	}
-	return &privateCopy{File: cp, info: fi}, nil
-}
-
-// privateCopy is a pinned file's private copy (see writablePin). It
-// describes itself as the file it copies, unlinked, with its own size
-// and times.
-type privateCopy struct {
-	*os.File
-	info fs.FileInfo // the original's, when copied
-}
-
-func (f *privateCopy) OSFile() (*os.File, bool) { return f.File, true }
-
-// dup is another handle of the same copy.
-func (f *privateCopy) dup() (*privateCopy, error) {
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	return &privateCopy{File: os.NewFile(uintptr(fd), f.Name()), info: f.info}, nil
-}
-
-func (f *privateCopy) Stat() (fs.FileInfo, error) {
-	now, err := f.File.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return &copyInfo{FileInfo: f.info, now: now}, nil
-}
-
-// copyInfo describes a privateCopy.
-type copyInfo struct {
-	fs.FileInfo             // the original's
-	now         fs.FileInfo // the copy's own
-}
-
-func (i *copyInfo) Size() int64        { return i.now.Size() }
-func (i *copyInfo) ModTime() time.Time { return i.now.ModTime() }
-
-func (i *copyInfo) Sys() any {
-	var a overlay.Attr
-	if orig, ok := i.FileInfo.Sys().(*overlay.Attr); ok {
-		a = *orig
-	}
-	a.Nlink = 0
-	if st, ok := i.now.Sys().(*syscall.Stat_t); ok {
-		a.Atime, a.Ctime, a.Blocks = time.Unix(st.Atim.Unix()), time.Unix(st.Ctim.Unix()), st.Blocks
-	}
-	return &a
-}
-
-// onDisk reports whether f is a workspace file rather than a draft's.
-func (s *Server) onDisk(f *os.File) bool {
-	return beneath.Within(f.Name(), s.d.Workspace().Root())
-}
-
-// unpin closes n's pinned handle if it is f (nil: whichever it is).
-func (n *node) unpin(f afero.File) {
-	n.ioMu.Lock()
-	defer n.ioMu.Unlock()
-	if n.pin != nil && (f == nil || n.pin == f) {
-		n.pin.Close()
-		n.pin = nil
-		n.srv.hold(n, false)
-	}
-}
-
-// hold records whether n holds a pinned handle, so that it is closed
-// when serving ends (the kernel forgets nothing then).
-func (s *Server) hold(n *node, holds bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if holds {
-		s.pinnedNodes[n] = struct{}{}
-	} else {
-		delete(s.pinnedNodes, n)
-	}
-}
-
-// closePins closes the pinned handles of every node.
-func (s *Server) closePins() {
-	s.mu.Lock()
-	nodes := make([]*node, 0, len(s.pinnedNodes))
-	for n := range s.pinnedNodes {
-		nodes = append(nodes, n)
-	}
-	s.mu.Unlock()
-	for _, n := range nodes {
-		n.unpin(nil)
-	}
 }

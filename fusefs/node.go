@@ -35,10 +35,6 @@ type node struct {
 	// only way left to it (see pinChild). Kept until the kernel forgets
 	// the node.
 	pin afero.File
-	// pinShared: pin reads a file others still read (a disk file, an
-	// editor's text), so the first change through it makes a private
-	// copy (see writablePin).
-	pinShared bool
 	// gone: a directory's attributes when its name was removed or
 	// replaced through the mount, for descriptors still open on it.
 	gone fs.FileInfo
@@ -276,9 +272,6 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		// Only ftruncate of an unlinked open file can still be served.
 		if a.Size == nil || a.Mode != nil || a.Uid != nil || a.Gid != nil || a.Atime != nil || a.Mtime != nil {
 			return errno
-		}
-		if err := n.writablePin(); err != nil {
-			return n.srv.errno("ftruncate", err)
 		}
 		fi, err := n.pinned(func(f afero.File) (fs.FileInfo, error) {
 			if err := f.Truncate(*a.Size); err != nil {

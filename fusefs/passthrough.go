@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/draftfs/draftfs/overlay"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
 )
@@ -72,7 +73,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 		}
 		if f != nil {
 			defer f.Close() // the kernel keeps its own reference
-			backing, _ = osFileOf(f)
+			backing, _ = overlay.BackingFile(f)
 		}
 	}
 	h := &openFile{n: n}

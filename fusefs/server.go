@@ -79,10 +79,6 @@ type Server struct {
 	killing sync.Map
 	files   sync.Map // file handle number → *openFile
 
-	// privateMu serialises making private copies of pinned files (see
-	// writablePin), which touches several nodes.
-	privateMu sync.Mutex
-
 	mu    sync.Mutex        // protects the following
 	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
 	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number

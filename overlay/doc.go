@@ -93,9 +93,10 @@
 // inode whose last name goes while open lives on (unlink while open) and
 // a commit keeps in the draft a file still open for writing. Commit,
 // discard and undo are serialised by Draft.commitMu, taken before
-// Draft.mu. The change feed
+// Draft.mu. A held handle (Fs.Hold: unlink while open for files of any
+// layer) takes its own lock outside Draft.mu. The change feed
 // never blocks a publisher: each subscriber has a bounded queue and a
 // subscriber that falls behind is told it lost events (Change.Overflow)
 // and must resynchronise. Lock order: Workspace.mu, Draft.commitMu,
-// Draft.mu, Draft.filesMu.
+// heldFile.mu, Draft.mu, Draft.filesMu.
 package overlay

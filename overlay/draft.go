@@ -238,33 +238,6 @@ func (d *Draft) openData(ino uint64, flag int, perm fs.FileMode) (*os.File, erro
 	}
 }
 
-// NamelessFile creates a file in the draft's store that no name reaches
-// (it goes when closed), for content the view no longer names: a front
-// end's private copy of a file unlinked while a process still writes to
-// it.
-func (d *Draft) NamelessFile() (*os.File, error) {
-	for {
-		fd, err := unix.Openat(d.data, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-		switch err {
-		case nil:
-			return os.NewFile(uintptr(fd), filepath.Join(d.dir, "data", "(nameless)")), nil
-		case unix.EINTR:
-			continue
-		case unix.EOPNOTSUPP, unix.EISDIR: // no O_TMPFILE here: a name, removed at once
-			f, err := os.CreateTemp(filepath.Join(d.dir, "data"), ".nameless-*")
-			if err != nil {
-				return nil, err
-			}
-			if err := os.Remove(f.Name()); err != nil {
-				f.Close()
-				return nil, err
-			}
-			return f, nil
-		}
-		return nil, &fs.PathError{Op: "open", Path: filepath.Join(d.dir, "data"), Err: err}
-	}
-}
-
 // statData stats an inode's data file.
 func (d *Draft) statData(ino uint64, st *unix.Stat_t) error {
 	if err := unix.Fstatat(d.data, dataName(ino), st, unix.AT_SYMLINK_NOFOLLOW); err != nil {

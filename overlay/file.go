@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // File handles of the merged view. A draft file is the draft's data file
@@ -26,18 +27,8 @@ var (
 	_ afero.File         = (*lowerFile)(nil)
 	_ afero.File         = (*dirFile)(nil)
 	_ fs.ReadDirFile     = (*dirFile)(nil)
-	_ FileDescriptor     = (*dataFile)(nil)
-	_ FileDescriptor     = (*lowerFile)(nil)
 	_ io.ReadWriteSeeker = (*dataFile)(nil)
 )
-
-// FileDescriptor is implemented by handles backed by an OS file, so a
-// front end can ask the OS what only it knows (holes, fallocate).
-// Writes made through the descriptor bypass change notification: use it
-// only for handles opened read-only, or tell the draft with Sync/Close.
-type FileDescriptor interface {
-	OSFile() (*os.File, bool)
-}
 
 // badHandle is the error of a handle used against its open mode.
 func badHandle(op, name string) error {
@@ -60,8 +51,6 @@ type dataFile struct {
 }
 
 func (f *dataFile) Name() string { return f.name }
-
-func (f *dataFile) OSFile() (*os.File, bool) { return f.File, true }
 
 func (f *dataFile) changed() {
 	if !f.announced.Swap(true) {
@@ -205,9 +194,9 @@ type lowerFile struct {
 
 func (f *lowerFile) Name() string { return f.name }
 
-// OSFile returns the OS file reads come from while no editor buffer
+// backing returns the OS file reads come from while no editor buffer
 // hides it.
-func (f *lowerFile) OSFile() (*os.File, bool) {
+func (f *lowerFile) backing() (*os.File, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
@@ -332,6 +321,12 @@ func (f *lowerFile) Seek(offset int64, whence int) (int64, error) {
 		}
 		offset += fi.Size()
 	case io.SeekStart:
+	case unix.SEEK_DATA, unix.SEEK_HOLE:
+		pos, err := f.seekData(offset, whence)
+		if err != nil {
+			return 0, err
+		}
+		offset = pos
 	default:
 		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.EINVAL}
 	}
@@ -342,6 +337,38 @@ func (f *lowerFile) Seek(offset int64, whence int) (int64, error) {
 	f.off = offset
 	f.src.Unlock()
 	return offset, nil
+}
+
+// seekData is lseek(2)'s SEEK_DATA and SEEK_HOLE from off: an OS file
+// knows its holes; other content (an editor's text) has none. Must be
+// called with f.mu held for reading.
+func (f *lowerFile) seekData(off int64, whence int) (int64, error) {
+	f.src.Lock()
+	r := f.sourceLocked()
+	if file, ok := r.(afero.File); ok {
+		if osf, ok := osFile(file); ok {
+			defer f.src.Unlock()
+			f.seq = nil // the descriptor's offset moves: Read seeks again
+			pos, err := unix.Seek(int(osf.Fd()), off, whence)
+			if err != nil {
+				return 0, &fs.PathError{Op: "seek", Path: f.name, Err: err}
+			}
+			return pos, nil
+		}
+	}
+	f.src.Unlock()
+	fi, err := f.stat()
+	if err != nil {
+		return 0, err
+	}
+	switch size := fi.Size(); {
+	case off < 0 || off >= size:
+		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.ENXIO}
+	case whence == unix.SEEK_DATA:
+		return off, nil
+	default:
+		return size, nil
+	}
 }
 
 func (f *lowerFile) Close() error {

@@ -1,0 +1,138 @@
+//go:build linux
+
+package fusefs
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// errNotPinned: the node has no pinned handle.
+var errNotPinned = errors.New("not pinned")
+
+// pinned runs fn on n's pinned handle; errNotPinned when there is none.
+func (n *node) pinned(fn func(afero.File) (fs.FileInfo, error)) (fs.FileInfo, error) {
+	n.ioMu.RLock()
+	defer n.ioMu.RUnlock()
+	if n.pin == nil {
+		return nil, errNotPinned
+	}
+	return fn(n.pin)
+}
+
+// holdsPin reports whether n has a pinned handle.
+func (n *node) holdsPin() bool {
+	n.ioMu.RLock()
+	defer n.ioMu.RUnlock()
+	return n.pin != nil
+}
+
+// pinChild keeps the file at name in directory n reachable while its
+// name is unlinked or replaced through the mount (a process may have it
+// open: the kernel does not say), and returns what undoes that if the
+// change fails. A file with other names stays reachable by them. A
+// directory keeps its attributes (see node.gone).
+func (n *node) pinChild(name string) (undo func()) {
+	undo = func() {}
+	in := n.GetChild(name)
+	if in == nil {
+		return undo
+	}
+	mode := in.StableAttr().Mode
+	if mode != syscall.S_IFREG && mode != syscall.S_IFDIR {
+		return undo
+	}
+	c := in.Operations().(*node)
+	key, fi, errno := c.current()
+	if errno != 0 {
+		return undo
+	}
+	if mode == syscall.S_IFDIR {
+		c.ioMu.Lock()
+		defer c.ioMu.Unlock()
+		c.gone = fi
+		return func() { c.ioMu.Lock(); c.gone = nil; c.ioMu.Unlock() }
+	}
+	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
+		return undo
+	}
+	// Twins stand for the same object (see twinsOf): each keeps it too.
+	var undos []func()
+	for _, t := range append(c.srv.twinsOf(c), c) {
+		undos = append(undos, t.pinAt(key))
+	}
+	return func() {
+		for _, u := range undos {
+			u()
+		}
+	}
+}
+
+// pinAt pins the regular file key names (see pinChild) to n, and
+// returns what undoes that. The engine's held handle reads the file
+// after its name goes and takes writes, as a descriptor of an unlinked
+// file does; twins' handles share what is written (see overlay.Fs.Hold).
+func (n *node) pinAt(key string) (undo func()) {
+	f, err := n.srv.fsys.Hold(key)
+	if err != nil {
+		return func() {}
+	}
+	n.ioMu.Lock()
+	defer n.ioMu.Unlock()
+	if n.pin != nil {
+		f.Close()
+		return func() {}
+	}
+	n.pin = f
+	n.srv.hold(n, true)
+	return func() { n.unpin(f) }
+}
+
+// goneInfo is what n's directory was when its name went (see gone);
+// nil if it was no such directory.
+func (n *node) goneInfo() fs.FileInfo {
+	n.ioMu.RLock()
+	defer n.ioMu.RUnlock()
+	return n.gone
+}
+
+// unpin closes n's pinned handle if it is f (nil: whichever it is).
+func (n *node) unpin(f afero.File) {
+	n.ioMu.Lock()
+	defer n.ioMu.Unlock()
+	if n.pin != nil && (f == nil || n.pin == f) {
+		n.pin.Close()
+		n.pin = nil
+		n.srv.hold(n, false)
+	}
+}
+
+// hold records whether n holds a pinned handle, so that it is closed
+// when serving ends (the kernel forgets nothing then).
+func (s *Server) hold(n *node, holds bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if holds {
+		s.pinnedNodes[n] = struct{}{}
+	} else {
+		delete(s.pinnedNodes, n)
+	}
+}
+
+// closePins closes the pinned handles of every node.
+func (s *Server) closePins() {
+	s.mu.Lock()
+	nodes := make([]*node, 0, len(s.pinnedNodes))
+	for n := range s.pinnedNodes {
+		nodes = append(nodes, n)
+	}
+	s.mu.Unlock()
+	for _, n := range nodes {
+		n.unpin(nil)
+	}
+}
