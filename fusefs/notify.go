@@ -163,3 +163,37 @@ func (s *Server) invalidateAll() {
 		}
 	}
 }
+
+// changedBehind tells the kernel that n's file changed through n (a
+// descriptor open on it) while other nodes stand for it too: twins of
+// other generations (see twinsOf), or a node a lookup gave n's name to.
+// Their attributes and pages are dropped, so their opens see the change
+// (only changes from outside the mount come on the feed).
+func (n *node) changedBehind() {
+	var others []*gofs.Inode
+	for _, t := range n.srv.twinsOf(n) {
+		others = append(others, &t.Inode)
+	}
+	if m, _, ok := n.named(); ok {
+		if name, parent := m.Parent(); parent != nil {
+			if c := parent.GetChild(name); c != nil && c != &n.Inode {
+				others = append(others, c)
+			}
+		}
+	}
+	if len(others) == 0 {
+		return
+	}
+	// Attributes now: that takes no lock in the kernel, and a new size
+	// or mtime makes it drop the pages itself (AUTO_INVAL_DATA). Pages
+	// from another goroutine: dropping them waits for page locks that
+	// I/O the kernel has this request serve may hold.
+	for _, o := range others {
+		o.NotifyContent(-1, 0)
+	}
+	go func() {
+		for _, o := range others {
+			o.NotifyContent(0, 0)
+		}
+	}()
+}

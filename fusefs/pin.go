@@ -12,6 +12,9 @@ import (
 	"github.com/draftfs/draftfs/overlay"
 )
 
+// Pins: what keeps a file or directory reachable for descriptors still
+// open on it once its name is unlinked or replaced through the mount.
+
 // errNotPinned: the node has no pinned handle.
 var errNotPinned = errors.New("not pinned")
 
