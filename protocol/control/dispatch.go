@@ -22,6 +22,7 @@ const settleTimeout = 2 * time.Second
 // maxAsync at a time.
 func (cn *conn) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	<-cn.ready
+	cn.st.unpark(req)
 	m, ok := methods[req.Method]
 	if !ok {
 		if !req.Notif {

@@ -13,7 +13,10 @@ import (
 	"github.com/draftfs/draftfs/overlay"
 )
 
-// A large write reaches the daemon intact.
+// A large write reaches the daemon intact, and the two ends together
+// allocate a few times its size: the daemon reads the params where they
+// are in the line (stream.park), where jsonrpc2 would decode them into
+// Go values and marshal them again (23 times the size in all).
 func TestWriteFileLarge(t *testing.T) {
 	e := newEnv(t)
 	f, err := NewFiles(e.client(t), "", overlay.SourceMCP)
@@ -22,7 +25,13 @@ func TestWriteFileLarge(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	must(t, f.WriteFile("big.bin", data, 0o600))
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 10*uint64(len(data)) {
+		t.Errorf("writing %d MiB allocated %d MiB", len(data)>>20, n>>20)
+	}
 	got, err := f.ReadFile("big.bin", -1)
 	must(t, err)
 	if !bytes.Equal(got, data) {

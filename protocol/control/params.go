@@ -1,12 +1,12 @@
 package control
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 
+	sjson "github.com/segmentio/encoding/json"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/draftfs/draftfs/buffers"
@@ -350,16 +350,10 @@ func decode(req *jsonrpc2.Request, v any, required ...string) error {
 	if len(raw) == 0 || raw[0] != '{' {
 		return invalidParams("the params of %s must be an object", req.Method)
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil {
-		return invalidParams("%s: %v", req.Method, err)
+	if r := missingMember(raw, required); r != "" {
+		return invalidParams("%s: %q is missing", req.Method, r)
 	}
-	for _, r := range required {
-		if m, ok := members[r]; !ok || isNull(m) {
-			return invalidParams("%s: %q is missing", req.Method, r)
-		}
-	}
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(v); err != nil {
+	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			field := te.Field
@@ -371,6 +365,29 @@ func decode(req *jsonrpc2.Request, v any, required ...string) error {
 		return invalidParams("%s: %v", req.Method, err)
 	}
 	return nil
+}
+
+// missingMember returns the first of required that the object raw lacks
+// or has as null. It reads raw in place: the params of a large write are
+// not copied to be checked.
+func missingMember(raw []byte, required []string) string {
+	present := make(map[string]bool, len(required))
+	key := ""
+	for t := sjson.NewTokenizer(raw); t.Next(); {
+		switch {
+		case t.Depth != 1:
+		case t.IsKey:
+			key = string(t.String())
+		case t.Delim == 0 || t.Delim == '{' || t.Delim == '[':
+			present[key] = t.Kind() != sjson.Null
+		}
+	}
+	for _, r := range required {
+		if !present[r] {
+			return r
+		}
+	}
+	return ""
 }
 
 // jsonType names what JSON value a Go type takes.

@@ -158,9 +158,9 @@ func (s *Server) serveConn(rwc io.ReadWriteCloser, pid int, agent bool) {
 	s.conns[cn] = struct{}{}
 	s.wg.Add(2) // the goroutines below
 	s.mu.Unlock()
-	st := newStream(rwc, MaxMessage, true)
-	st.writeTimeout = writeTimeout
-	cn.rpc = jsonrpc2.NewConn(s.ctx, st, cn, jsonrpc2.SetLogger(logger{s.opts.Logf}))
+	cn.st = newStream(rwc, MaxMessage, true)
+	cn.st.writeTimeout = writeTimeout
+	cn.rpc = jsonrpc2.NewConn(s.ctx, cn.st, cn, jsonrpc2.SetLogger(logger{s.opts.Logf}))
 	close(cn.ready)
 	go func() {
 		defer s.wg.Done()
@@ -245,6 +245,7 @@ type notice struct {
 type conn struct {
 	s     *Server
 	rpc   *jsonrpc2.Conn // set before ready is closed
+	st    *stream        // read only
 	ready chan struct{}
 	done  chan struct{} // closed when the connection has ended
 	sem   chan struct{} // slots for unordered handlers

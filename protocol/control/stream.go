@@ -2,6 +2,8 @@ package control
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +11,14 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/draftfs/draftfs/protocol/internal/lines"
+	sjson "github.com/segmentio/encoding/json"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -48,6 +52,8 @@ type stream struct {
 	smu        sync.Mutex // protects the following
 	splices    map[int][][]byte
 	nextSplice int
+	parked     map[string][]byte // stand-in token -> params
+	nextPark   int
 }
 
 func newStream(conn io.ReadWriteCloser, max int, answer bool) *stream {
@@ -88,11 +94,16 @@ func (s *stream) ReadObject(v any) error {
 			s.reject(bad.id, bad.code, bad.msg)
 			continue
 		}
+		full, token := line, ""
+		if s.answer && len(line) >= bigParams {
+			line, token = s.park(line)
+		}
 		if err := json.Unmarshal(line, v); err != nil {
+			s.unparkToken(token)
 			if !s.answer {
 				return err
 			}
-			s.reject(idOf(line), jsonrpc2.CodeInvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error())
+			s.reject(idOf(full), jsonrpc2.CodeInvalidRequest, "not a JSON-RPC 2.0 message: "+err.Error())
 			continue
 		}
 		return nil
@@ -148,6 +159,88 @@ func (s *stream) splice(pieces [][]byte) (params json.RawMessage, drop func()) {
 
 func spliceMarker(id int) []byte { return fmt.Appendf(nil, `{"$splice":"%d"}`, id) }
 
+// bigParams is the size of message from which the daemon parks its
+// params.
+const bigParams = 64 << 10
+
+// The daemon's side of the same: jsonrpc2 decodes a request's params into
+// a map of Go values and marshals them again, through growing buffers,
+// and then a handler decodes them: a 9 MB write took 14 times its size.
+// ReadObject takes a large message's params out of the line, and hands
+// jsonrpc2 the message with {"$parked":"TOKEN"} in their place; the
+// connection's handler puts them back (unpark) before it decodes them.
+// A client that sends a stand-in of its own can only name its own
+// requests' params, and tokens carry a random part it does not know.
+
+// park takes the params object out of line; the token is "" when there
+// is none to take.
+func (s *stream) park(line []byte) (small []byte, token string) {
+	start, end := paramsSpan(line)
+	if start < 0 {
+		return line, ""
+	}
+	s.smu.Lock()
+	if s.parked == nil {
+		s.parked = map[string][]byte{}
+	}
+	s.nextPark++
+	token = fmt.Sprintf("%s-%d", parkNonce, s.nextPark)
+	s.parked[token] = bytes.Clone(line[start:end])
+	s.smu.Unlock()
+	small = slices.Concat(line[:start], []byte(`{"$parked":"`+token+`"}`), line[end:])
+	return small, token
+}
+
+// parkNonce makes this process's tokens unguessable.
+var parkNonce = func() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+// paramsSpan finds where the top-level "params" object of a message
+// lies: start and end offsets, or -1 when it has none.
+func paramsSpan(line []byte) (start, end int) {
+	key, start := "", -1
+	for t := sjson.NewTokenizer(line); t.Next(); {
+		offset := len(line) - t.Remaining() - len(t.Value)
+		switch {
+		case start >= 0:
+			if t.Delim == '}' && t.Depth == 1 {
+				return start, offset + 1
+			}
+		case t.Depth != 1:
+		case t.IsKey:
+			key = string(t.String())
+		case key == "params" && t.Delim == '{':
+			start = offset
+		}
+	}
+	return -1, -1
+}
+
+// unpark puts a request's parked params back.
+func (s *stream) unpark(req *jsonrpc2.Request) {
+	const prefix = `{"$parked":"`
+	if req.Params == nil || !bytes.HasPrefix(*req.Params, []byte(prefix)) {
+		return
+	}
+	token := strings.TrimSuffix(strings.TrimPrefix(string(*req.Params), prefix), `"}`)
+	s.smu.Lock()
+	params, ok := s.parked[token]
+	delete(s.parked, token)
+	s.smu.Unlock()
+	if ok {
+		*req.Params = params
+	}
+}
+
+func (s *stream) unparkToken(token string) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	delete(s.parked, token)
+}
+
 // writeLine writes the pieces of one line, which ends with a newline.
 func (s *stream) writeLine(pieces ...[]byte) error {
 	s.wmu.Lock()
@@ -193,14 +286,26 @@ type badMessage struct {
 
 func (b *badMessage) Error() string { return b.msg }
 
-// envelope is a message's top level, with every member left raw.
+// envelope is a message's top level, with the small members left raw
+// and of the others only what checkMessage looks at: a large request's
+// params are not copied to be checked.
 type envelope struct {
 	JSONRPC *string         `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  json.RawMessage `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+	Params  valueKind       `json:"params"`
+	Result  valueKind       `json:"result"`
+	Error   valueKind       `json:"error"`
+}
+
+// valueKind is the first byte of a JSON value ('{', '[', '"', 'n' for
+// null...), 0 when the member is absent.
+type valueKind byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (k *valueKind) UnmarshalJSON(b []byte) error {
+	*k = valueKind(b[0])
+	return nil
 }
 
 // checkMessage reports what is wrong with a line as a JSON-RPC 2.0
@@ -246,7 +351,7 @@ func checkMessage(line []byte) *badMessage {
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
 		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: "jsonrpc" must be "2.0"`}
 	}
-	isResponse := env.Result != nil || env.Error != nil
+	isResponse := env.Result != 0 || env.Error != 0
 	switch {
 	case env.Method == nil && !isResponse:
 		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: no "method"`}
@@ -254,7 +359,7 @@ func checkMessage(line []byte) *badMessage {
 		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: a message has either "method" or "result"/"error", not both`}
 	case env.Method != nil && (len(env.Method) == 0 || env.Method[0] != '"'):
 		return &badMessage{id: id, code: jsonrpc2.CodeInvalidRequest, msg: `invalid request: "method" must be a string`}
-	case env.Params != nil && !isNull(env.Params) && env.Params[0] != '{' && env.Params[0] != '[':
+	case env.Params != 0 && env.Params != 'n' && env.Params != '{' && env.Params != '[':
 		return &badMessage{id: id, code: jsonrpc2.CodeInvalidParams, msg: `invalid params: "params" must be an object`}
 	}
 	if at, ok := loneSurrogate(line); ok {
