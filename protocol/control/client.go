@@ -92,7 +92,7 @@ func (c *Client) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 	}
 	switch req.Method {
 	case "draft/commitProgress":
-		var p ProgressParams
+		var p progressParams
 		if json.Unmarshal(*req.Params, &p) == nil {
 			c.mu.Lock()
 			fn := c.progress
@@ -107,7 +107,7 @@ func (c *Client) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Reque
 			c.notify(n)
 		}
 	case "draft/didCommit", "draft/didDiscard":
-		var n PathsNotice
+		var n pathsNotice
 		if json.Unmarshal(*req.Params, &n) == nil {
 			change := string(overlay.ChangeCommit)
 			if req.Method == "draft/didDiscard" {
@@ -184,13 +184,13 @@ func (c *Client) Hunks(p PathsParams) ([]FileHunks, error) {
 // BeginStep begins a step of the draft's timeline; end ends it and
 // returns its checkpoint (nil when the step changed nothing).
 func (c *Client) BeginStep(p StepParams) (end func() (*overlay.Checkpoint, error), err error) {
-	var res StepResult
+	var res stepResult
 	if err := c.Call(context.Background(), "draft/beginStep", p, &res); err != nil {
 		return nil, err
 	}
 	return func() (*overlay.Checkpoint, error) {
 		var cp *overlay.Checkpoint
-		return cp, c.Call(context.Background(), "draft/endStep", EndStepParams{Step: res.Step}, &cp)
+		return cp, c.Call(context.Background(), "draft/endStep", endStepParams{Step: res.Step}, &cp)
 	}, nil
 }
 
@@ -243,7 +243,7 @@ func (c *Client) Commit(p CommitParams, progress func(done, total int)) (*overla
 
 // Discard drops draft changes and returns the paths dropped.
 func (c *Client) Discard(p DiscardParams) ([]string, error) {
-	var res PathsResult
+	var res pathsResult
 	err := c.Call(context.Background(), "draft/discard", p, &res)
 	return res.Paths, err
 }
@@ -282,7 +282,7 @@ func (c *Client) Drafts() ([]DraftInfo, error) {
 // Mount has the daemon mount the draft's merged view if it is not, and
 // returns where it is.
 func (c *Client) Mount(p DraftParams) (string, error) {
-	var res MountResult
+	var res mountResult
 	err := c.Call(context.Background(), "draft/mount", p, &res)
 	return res.Mount, err
 }
@@ -294,19 +294,19 @@ func (c *Client) OpenBuffer(p DidOpenParams) error {
 
 // ChangeBuffer changes an open buffer; false: the version was stale.
 func (c *Client) ChangeBuffer(p DidChangeParams) (bool, error) {
-	var res DidChangeResult
+	var res didChangeResult
 	err := c.Call(context.Background(), "buffer/didChange", p, &res)
 	return res.Applied, err
 }
 
 // SaveBuffer marks a buffer saved.
 func (c *Client) SaveBuffer(path string) error {
-	return c.Call(context.Background(), "buffer/didSave", BufferParams{Path: path}, nil)
+	return c.Call(context.Background(), "buffer/didSave", bufferParams{Path: path}, nil)
 }
 
 // CloseBuffer closes a buffer.
 func (c *Client) CloseBuffer(path string) error {
-	return c.Call(context.Background(), "buffer/didClose", BufferParams{Path: path}, nil)
+	return c.Call(context.Background(), "buffer/didClose", bufferParams{Path: path}, nil)
 }
 
 // Buffers lists the open buffers.

@@ -103,9 +103,9 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 // a notification that failed, so it can resend the full text; other
 // failed notifications are only logged.
 func (cn *conn) notificationFailed(req *jsonrpc2.Request, err error) {
-	var p BufferParams
+	var p bufferParams
 	if methods[req.Method].buffer && decode(req, &p) == nil && p.Path != "" {
-		cn.rpc.Notify(cn.s.ctx, "buffer/resync", ResyncNotice{Path: p.Path, Message: toRPC(err).Message})
+		cn.rpc.Notify(cn.s.ctx, "buffer/resync", resyncNotice{Path: p.Path, Message: toRPC(err).Message})
 		return
 	}
 	cn.s.opts.Logf("control: notification %s: %v", req.Method, err)

@@ -44,8 +44,8 @@ func (f *Files) call(method string, params, result any) error {
 	return f.c.Call(context.Background(), method, params, result)
 }
 
-func (f *Files) params(key string) FsParams {
-	return FsParams{Draft: f.draft, Source: string(f.source), Path: key}
+func (f *Files) params(key string) fsParams {
+	return fsParams{Draft: f.draft, Source: string(f.source), Path: key}
 }
 
 // Root implements agent.Files.
@@ -53,7 +53,7 @@ func (f *Files) Root() string { return f.root }
 
 // Resolve implements agent.Files.
 func (f *Files) Resolve(path string) (string, error) {
-	var res KeyResult
+	var res keyResult
 	err := f.call("fs/resolve", f.params(path), &res)
 	return res.Key, err
 }
@@ -81,8 +81,8 @@ func (f *Files) ReadDir(key string) ([]agent.Info, error) {
 
 // ReadFile implements agent.Files.
 func (f *Files) ReadFile(key string, limit int64) ([]byte, error) {
-	var res DataResult
-	err := f.call("fs/readFile", FsReadParams{FsParams: f.params(key), Limit: limit}, &res)
+	var res dataResult
+	err := f.call("fs/readFile", fsReadParams{fsParams: f.params(key), Limit: limit}, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +106,9 @@ func (f *Files) WriteFile(key string, data []byte, perm fs.FileMode) error {
 			key, len(data), limit, MaxMessage>>20, agent.ErrWriteTooLarge)
 	}
 	// The text goes out as base64 in one buffer of its final size, the
-	// rest of the params beside it (FsWriteParams on the wire).
+	// rest of the params beside it (fsWriteParams on the wire).
 	rest, err := json.Marshal(struct {
-		FsParams
+		fsParams
 		Mode uint32 `json:"mode,omitempty"`
 	}{f.params(key), uint32(perm.Perm())})
 	if err != nil {
@@ -131,12 +131,12 @@ func (f *Files) RemoveAll(key string) error { return f.call("fs/removeAll", f.pa
 
 // Rename implements agent.Files.
 func (f *Files) Rename(from, to string) error {
-	return f.call("fs/rename", FsRenameParams{Draft: f.draft, Source: string(f.source), From: from, To: to}, nil)
+	return f.call("fs/rename", fsRenameParams{Draft: f.draft, Source: string(f.source), From: from, To: to}, nil)
 }
 
 // Discard implements agent.Files.
 func (f *Files) Discard(keys []string) error {
-	return f.call("fs/discard", FsDiscardParams{Draft: f.draft, Source: string(f.source), Paths: keys, All: keys == nil}, nil)
+	return f.call("fs/discard", fsDiscardParams{Draft: f.draft, Source: string(f.source), Paths: keys, All: keys == nil}, nil)
 }
 
 // Status implements agent.Files.

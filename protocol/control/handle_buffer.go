@@ -161,7 +161,7 @@ func (cn *conn) didChange(p DidChangeParams, key string) (any, error) {
 		if applied {
 			cn.own(key, true)
 		}
-		return DidChangeResult{Applied: applied}, err
+		return didChangeResult{Applied: applied}, err
 	}
 	edits := make([]buffers.Edit, len(p.Changes))
 	for i, c := range p.Changes {
@@ -184,14 +184,14 @@ func (cn *conn) didChange(p DidChangeParams, key string) (any, error) {
 	if applied {
 		cn.own(key, true)
 	}
-	return DidChangeResult{Applied: applied}, err
+	return didChangeResult{Applied: applied}, err
 }
 
-func (cn *conn) didSave(_ BufferParams, key string) (any, error) {
+func (cn *conn) didSave(_ bufferParams, key string) (any, error) {
 	return nil, cn.s.ws.Buffers().Save(key)
 }
 
-func (cn *conn) didClose(_ BufferParams, key string) (any, error) {
+func (cn *conn) didClose(_ bufferParams, key string) (any, error) {
 	cn.own(key, false)
 	return nil, cn.s.ws.Buffers().Close(key)
 }

@@ -320,7 +320,7 @@ func (cn *conn) reportProgress(opts *overlay.CommitOptions) (stop func()) {
 		send := func() {
 			if d := done.Load(); d != sent && total.Load() > 0 {
 				sent = d
-				cn.rpc.Notify(cn.s.ctx, "draft/commitProgress", ProgressParams{Done: int(d), Total: int(total.Load())})
+				cn.rpc.Notify(cn.s.ctx, "draft/commitProgress", progressParams{Done: int(d), Total: int(total.Load())})
 			}
 		}
 		for {
@@ -345,7 +345,7 @@ func (cn *conn) discard(p DiscardParams, d *overlay.Draft, src overlay.Source) (
 		if err != nil {
 			return nil, err
 		}
-		return PathsResult{Paths: taken}, nil
+		return pathsResult{Paths: taken}, nil
 	}
 	var keys []string
 	if !p.All {
@@ -364,7 +364,7 @@ func (cn *conn) discard(p DiscardParams, d *overlay.Draft, src overlay.Source) (
 	if dropped == nil {
 		dropped = []string{}
 	}
-	return PathsResult{Paths: dropped}, nil
+	return pathsResult{Paths: dropped}, nil
 }
 
 func (cn *conn) undo(_ SourceParams, d *overlay.Draft, src overlay.Source) (any, error) {
@@ -399,5 +399,5 @@ func (cn *conn) mount(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MountResult{Mount: dir}, nil
+	return mountResult{Mount: dir}, nil
 }

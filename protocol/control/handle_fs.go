@@ -34,10 +34,10 @@ func (s *Server) key(p string) (string, error) {
 	return s.ws.Rel(p)
 }
 
-// onPath makes the handler of an fs/* method on one path (FsParams): op
+// onPath makes the handler of an fs/* method on one path (fsParams): op
 // gets the view the front end acts in and the path's key.
 func onPath(op func(*agent.Local, string) (any, error)) func(*conn, context.Context, *jsonrpc2.Request) (any, error) {
-	return onDraft(fsWrites, func(cn *conn, p FsParams, d *overlay.Draft, src overlay.Source) (any, error) {
+	return onDraft(fsWrites, func(cn *conn, p fsParams, d *overlay.Draft, src overlay.Source) (any, error) {
 		l, key, err := cn.local(d, src, p.Path)
 		if err != nil {
 			return nil, err
@@ -53,15 +53,15 @@ func fsMkdirAll(l *agent.Local, key string) (any, error)  { return nil, l.MkdirA
 func fsRemove(l *agent.Local, key string) (any, error)    { return nil, l.Remove(key) }
 func fsRemoveAll(l *agent.Local, key string) (any, error) { return nil, l.RemoveAll(key) }
 
-func (cn *conn) fsResolve(p FsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) fsResolve(p fsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	key, err := d.Resolve(p.Path)
 	if err != nil {
 		return nil, err
 	}
-	return KeyResult{Key: key}, nil
+	return keyResult{Key: key}, nil
 }
 
-func (cn *conn) fsReadFile(p FsReadParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) fsReadFile(p fsReadParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	l, key, err := cn.local(d, src, p.Path)
 	if err != nil {
 		return nil, err
@@ -74,10 +74,10 @@ func (cn *conn) fsReadFile(p FsReadParams, d *overlay.Draft, src overlay.Source)
 	if err != nil {
 		return nil, err
 	}
-	return DataResult{Data: b}, nil
+	return dataResult{Data: b}, nil
 }
 
-func (cn *conn) fsWriteFile(p FsWriteParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) fsWriteFile(p fsWriteParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	l, key, err := cn.local(d, src, p.Path)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (cn *conn) fsWriteFile(p FsWriteParams, d *overlay.Draft, src overlay.Sourc
 	return nil, l.WriteFile(key, p.Data, mode)
 }
 
-func (cn *conn) fsRename(p FsRenameParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) fsRename(p fsRenameParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	from, err := cn.s.key(p.From)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (cn *conn) fsRename(p FsRenameParams, d *overlay.Draft, src overlay.Source)
 	return nil, l.Rename(from, to)
 }
 
-func (cn *conn) fsDiscard(p FsDiscardParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) fsDiscard(p fsDiscardParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	l, _, err := cn.local(d, src, "")
 	if err != nil {
 		return nil, err

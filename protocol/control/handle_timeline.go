@@ -17,14 +17,14 @@ type StepParams struct {
 	Label  string         `json:"label,omitempty"`
 }
 
-// StepResult names a step under way.
-type StepResult struct {
+// stepResult names a step under way.
+type stepResult struct {
 	Step uint64 `json:"step"`
 }
 
-// EndStepParams end a step; its checkpoint (null when the step changed
+// endStepParams end a step; its checkpoint (null when the step changed
 // nothing) is the answer.
-type EndStepParams struct {
+type endStepParams struct {
 	Step uint64 `json:"step"`
 }
 
@@ -95,11 +95,11 @@ func (cn *conn) beginStep(p StepParams, d *overlay.Draft, _ overlay.Source) (any
 			return nil, err
 		}
 	}
-	return StepResult{Step: cn.steps.add(d.BeginStep(p.Author, p.Label))}, nil
+	return stepResult{Step: cn.steps.add(d.BeginStep(p.Author, p.Label))}, nil
 }
 
 func (cn *conn) endStep(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p EndStepParams
+	var p endStepParams
 	if err := decode(req, &p, "step"); err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (s *Server) notices(batch []overlay.Change) []notice {
 			if c.Kind == overlay.ChangeDiscard {
 				method = "draft/didDiscard"
 			}
-			out = append(out, notice{method, PathsNotice{Draft: c.Draft, Paths: paths}})
+			out = append(out, notice{method, pathsNotice{Draft: c.Draft, Paths: paths}})
 			i = j
 			continue
 		}

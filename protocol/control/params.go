@@ -38,8 +38,8 @@ type InitializeResult struct {
 	Mount            string         `json:"mount,omitempty"`
 }
 
-// BufferParams name a buffer (didSave, didClose).
-type BufferParams struct {
+// bufferParams name a buffer (didSave, didClose).
+type bufferParams struct {
 	Path string `json:"path"`
 }
 
@@ -79,9 +79,9 @@ type DidChangeParams struct {
 	Length  *int64       `json:"length,omitempty"`
 }
 
-// DidChangeResult says whether the change was applied (false: its
+// didChangeResult says whether the change was applied (false: its
 // version was stale).
-type DidChangeResult struct {
+type didChangeResult struct {
 	Applied bool `json:"applied"`
 }
 
@@ -146,8 +146,8 @@ type CommitParams struct {
 	Source   string `json:"source,omitempty"`
 }
 
-// ProgressParams report a running commit.
-type ProgressParams struct {
+// progressParams report a running commit.
+type progressParams struct {
 	Done  int `json:"done"`
 	Total int `json:"total"`
 }
@@ -172,13 +172,13 @@ type FileHunks struct {
 	Hunks  []overlay.Hunk `json:"hunks"`
 }
 
-// PathsResult lists paths (discard).
-type PathsResult struct {
+// pathsResult lists paths (discard).
+type pathsResult struct {
 	Paths []string `json:"paths"`
 }
 
-// MountResult is where the draft is mounted.
-type MountResult struct {
+// mountResult is where the draft is mounted.
+type mountResult struct {
 	Mount string `json:"mount"`
 }
 
@@ -194,67 +194,67 @@ type ChangeNotice struct {
 	Overflow bool   `json:"overflow,omitempty"`
 }
 
-// PathsNotice is draft/didCommit and draft/didDiscard: absolute paths.
-type PathsNotice struct {
+// pathsNotice is draft/didCommit and draft/didDiscard: absolute paths.
+type pathsNotice struct {
 	Draft string   `json:"draft"`
 	Paths []string `json:"paths"`
 }
 
-// ResyncNotice is buffer/resync: a buffer change sent as a notification
+// resyncNotice is buffer/resync: a buffer change sent as a notification
 // failed; the client should send the buffer's full text.
-type ResyncNotice struct {
+type resyncNotice struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
 }
 
-// FsParams is the common part of the fs/* methods, for front ends that
+// fsParams is the common part of the fs/* methods, for front ends that
 // reach the merged view through the daemon.
-type FsParams struct {
+type fsParams struct {
 	Draft string `json:"draft,omitempty"`
 	// Source is the front end, recorded in the log: "acp", "mcp", "cli".
 	Source string `json:"source"`
 	Path   string `json:"path"`
 }
 
-// FsReadParams read a file.
-type FsReadParams struct {
-	FsParams
+// fsReadParams read a file.
+type fsReadParams struct {
+	fsParams
 	// Limit refuses files over this many bytes (CodeTooLarge); <= 0:
 	// the largest message a client reads.
 	Limit int64 `json:"limit,omitempty"`
 }
 
-// FsWriteParams write a file.
-type FsWriteParams struct {
-	FsParams
+// fsWriteParams write a file.
+type fsWriteParams struct {
+	fsParams
 	Data []byte `json:"data"` // base64
 	Mode uint32 `json:"mode,omitempty"`
 }
 
-// FsRenameParams rename From to To.
-type FsRenameParams struct {
+// fsRenameParams rename From to To.
+type fsRenameParams struct {
 	Draft  string `json:"draft,omitempty"`
 	Source string `json:"source"`
 	From   string `json:"from"`
 	To     string `json:"to"`
 }
 
-// FsDiscardParams drop the draft's changes at Paths (keys), or all of
+// fsDiscardParams drop the draft's changes at Paths (keys), or all of
 // them, as agent.Files.Discard: paths without changes are no error.
-type FsDiscardParams struct {
+type fsDiscardParams struct {
 	Draft  string   `json:"draft,omitempty"`
 	Source string   `json:"source"`
 	Paths  []string `json:"paths,omitempty"`
 	All    bool     `json:"all,omitempty"`
 }
 
-// KeyResult is a resolved path.
-type KeyResult struct {
+// keyResult is a resolved path.
+type keyResult struct {
 	Key string `json:"key"`
 }
 
-// DataResult is a file's content.
-type DataResult struct {
+// dataResult is a file's content.
+type dataResult struct {
 	Data []byte `json:"data"`
 }
 
@@ -265,9 +265,9 @@ func (p PathsParams) ref() (string, string)     { return p.Draft, "" }
 func (p ReadParams) ref() (string, string)      { return p.Draft, "" }
 func (p CommitParams) ref() (string, string)    { return p.Draft, p.Source }
 func (p DiscardParams) ref() (string, string)   { return p.Draft, p.Source }
-func (p FsParams) ref() (string, string)        { return p.Draft, p.Source }
-func (p FsRenameParams) ref() (string, string)  { return p.Draft, p.Source }
-func (p FsDiscardParams) ref() (string, string) { return p.Draft, p.Source }
+func (p fsParams) ref() (string, string)        { return p.Draft, p.Source }
+func (p fsRenameParams) ref() (string, string)  { return p.Draft, p.Source }
+func (p fsDiscardParams) ref() (string, string) { return p.Draft, p.Source }
 
 func (p CommitParams) check() error {
 	if len(p.Hunks) > 0 && len(p.Paths) > 0 {
@@ -289,7 +289,7 @@ func (p DiscardParams) check() error {
 	return nil
 }
 
-func (p BufferParams) bufferPath() string    { return p.Path }
+func (p bufferParams) bufferPath() string    { return p.Path }
 func (p DidOpenParams) bufferPath() string   { return p.Path }
 func (p DidChangeParams) bufferPath() string { return p.Path }
 
@@ -305,7 +305,7 @@ func (p DidChangeParams) check() error {
 	return nil
 }
 
-func (p FsWriteParams) check() error {
+func (p fsWriteParams) check() error {
 	if p.Mode&^0o7777 != 0 {
 		return invalidParams(`fs/writeFile: "mode" takes permission bits only (at most 0o7777), not %#o`, p.Mode)
 	}
