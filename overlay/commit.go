@@ -3,8 +3,6 @@
 package overlay
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -241,33 +239,20 @@ var testHookOp func(i int) error
 // runLocked applies a prepared commit's ops and then drops the
 // committed entries from the draft. Must be called with d.mu held.
 func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
-	total := len(rec.Ops)
-	for i := range rec.Ops {
-		op := &rec.Ops[i]
-		if op.Kind != opStage && rec.State == stateStaging {
-			rec.State = statePlacing
-			if err := d.st.write(&txn{commits: map[uint64]*commitRecord{rec.ID: rec}}); err != nil {
-				return err
-			}
-		}
-		if op.Kind == opStage && rec.State != stateStaging {
-			continue
-		}
-		if testHookOp != nil {
-			if err := testHookOp(i); err != nil {
-				return err
-			}
-		}
-		if err := d.applyOp(rec, op); err != nil {
-			err = fmt.Errorf("overlay: commit %d: %s %q: %w", rec.ID, op.Kind, op.Path+op.From, err)
-			if rerr := d.rollbackLocked(rec, i, err); rerr != nil {
-				return fmt.Errorf("%w; rolling it back failed too: %v (the next draftfs start tries again)", err, rerr)
-			}
-			return fmt.Errorf("%w: rolled back, the disk and the draft are as they were", err)
-		}
-		if progress != nil {
-			progress(i+1, total)
-		}
+	var err error
+	if d.shareableLocked(rec) {
+		// Readers may look while the disk is written; nothing changes
+		// the draft meanwhile (see draftLock).
+		d.committing.Store(rec.ID)
+		d.mu.share()
+		err = d.applyOps(rec, progress)
+		d.mu.reclaim()
+		d.committing.Store(0)
+	} else {
+		err = d.applyOps(rec, progress)
+	}
+	if err != nil {
+		return err
 	}
 	d.syncDirs(rec)
 	d.w.disk.RemoveAll(diskName(rec.Stage))
@@ -300,6 +285,78 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 		return err
 	}
 	return d.st.sync()
+}
+
+// failedLocked rolls back a commit whose op i failed with err, when ops
+// up to last may have been applied in part, and says so.
+func (d *Draft) failedLocked(rec *commitRecord, i, last int, err error) error {
+	op := rec.Ops[i]
+	err = fmt.Errorf("overlay: commit %d: %s %q: %w", rec.ID, op.Kind, op.Path+op.From, err)
+	if rerr := d.rollbackLocked(rec, last, err); rerr != nil {
+		return fmt.Errorf("%w; rolling it back failed too: %v (the next draftfs start tries again)", err, rerr)
+	}
+	return fmt.Errorf("%w: rolled back, the disk and the draft are as they were", err)
+}
+
+// shareableLocked reports whether readers of the draft may look while
+// rec's ops run: what the view shows of the paths the ops write is the
+// draft's own entries then, as long as no op moves a disk object that a
+// renamed entry of the draft shows (stage and place ops, entries with
+// an origin). Must be called with d.mu held.
+func (d *Draft) shareableLocked(rec *commitRecord) bool {
+	for _, op := range rec.Ops {
+		if op.Kind == opStage || op.Kind == opPlace {
+			return false
+		}
+	}
+	for _, e := range d.entries {
+		if e.Origin != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// applyOps applies rec's ops in order, from where a crash left them; an
+// op that fails rolls the commit back. It reads nothing of the draft's
+// maps (see shareableLocked).
+func (d *Draft) applyOps(rec *commitRecord, progress func(int, int)) error {
+	total := len(rec.Ops)
+	for i := 0; i < len(rec.Ops); i++ {
+		op := &rec.Ops[i]
+		if op.Kind != opStage && rec.State == stateStaging {
+			rec.State = statePlacing
+			if err := d.st.write(&txn{commits: map[uint64]*commitRecord{rec.ID: rec}}); err != nil {
+				return err
+			}
+		}
+		if op.Kind == opStage && rec.State != stateStaging {
+			continue
+		}
+		if op.Kind == opWrite && d.w.osDisk {
+			j := i + 1
+			for j < len(rec.Ops) && j-i < writeBatch && (rec.Ops[j].Kind == opWrite || rec.Ops[j].Kind == opMkdir) {
+				j++
+			}
+			if err := d.writeOps(rec, i, j, progress); err != nil {
+				return err
+			}
+			i = j - 1
+			continue
+		}
+		if testHookOp != nil {
+			if err := testHookOp(i); err != nil {
+				return err
+			}
+		}
+		if err := d.applyOp(rec, op); err != nil {
+			return d.failedLocked(rec, i, i, err)
+		}
+		if progress != nil {
+			progress(i+1, total)
+		}
+	}
+	return nil
 }
 
 // applyOp performs one op; each can be run again after a crash.
@@ -357,28 +414,10 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 		}
 		return disk.Chmod(diskName(op.Path), op.Mode)
 	case opWrite:
-		var src io.ReadCloser
-		var err error
-		if op.Blob != "" {
-			src, err = os.Open(d.blobPath(op.Blob))
-		} else {
-			src, err = os.Open(d.dataPath(op.Ino))
-		}
-		if err != nil {
+		if err := d.writeTemp(rec, op, nil); err != nil {
 			return err
 		}
-		defer src.Close()
-		if op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, op.Owner, src); err != nil {
-			return err
-		}
-		for k, v := range op.Xattr {
-			if d.w.osDisk {
-				if err := d.w.dir.Setxattr(op.Path, k, v); err != nil {
-					return fmt.Errorf("set %s: %w", k, err)
-				}
-			}
-		}
-		return nil
+		return d.placeTemp(rec, op)
 	case opLink:
 		return d.linkDisk(rec, op)
 	case opSymlink:
@@ -411,48 +450,6 @@ func chown(disk afero.Fs, key string, o *Owner) error {
 		return nil
 	}
 	return disk.Chown(diskName(key), o.Uid, o.Gid)
-}
-
-// writeDisk writes content to key atomically: a temp file in the same
-// directory, synced, given its owner (when set) and mode, renamed over.
-// Returns its hash.
-func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, owner *Owner, src io.Reader) (string, error) {
-	disk := d.w.disk
-	if err := disk.MkdirAll(diskName(parentOf(key)), 0o755); err != nil {
-		return "", err
-	}
-	if ok, fi := d.diskHas(key); ok && fi.IsDir() {
-		if err := disk.RemoveAll(diskName(key)); err != nil {
-			return "", err
-		}
-	}
-	tmp := tempName(rec, key)
-	f, err := disk.OpenFile(diskName(tmp), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), src)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = chown(disk, tmp, owner)
-	}
-	if err == nil {
-		err = disk.Chmod(diskName(tmp), mode&permBits)
-	}
-	if err == nil {
-		err = disk.Rename(diskName(tmp), diskName(key))
-	}
-	if err != nil {
-		disk.Remove(diskName(tmp))
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // linkDisk makes op.Path a hard link of op.From, atomically; where the

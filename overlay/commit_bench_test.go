@@ -5,11 +5,13 @@ package overlay
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkStatus10000 measures Status of a draft with 10,000 entries:
@@ -95,4 +97,43 @@ func BenchmarkDirectWrite1000(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkCommitUndo10000 commits 10,000 new files in 100 new
+// directories and undoes the commit (scripts/bench-scale's draft), and
+// reports each; "native" copies the same files with one sync at the end
+// (target: commit and undo each within 2x of it).
+func BenchmarkCommitUndo10000(b *testing.B) {
+	var commit, undo, native time.Duration
+	for range b.N {
+		b.StopTimer()
+		_, d, f := cmSetup(b, nil)
+		src := b.TempDir()
+		for i := range 10000 {
+			k := fmt.Sprintf("new%03d/n%03d.txt", i/100, i%100)
+			must(b, f.MkdirAll(parentOf(k), 0o755))
+			must(b, afero.WriteFile(f, k, []byte(k+"\n"), 0o644))
+			must(b, os.MkdirAll(filepath.Join(src, parentOf(k)), 0o755))
+			must(b, os.WriteFile(filepath.Join(src, k), []byte(k+"\n"), 0o644))
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := d.Commit(CommitOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := d.Undo(SourceCLI); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		cp := exec.Command("cp", "-a", src, filepath.Join(b.TempDir(), "copy"))
+		if out, err := cp.CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v: %s", err, out)
+		}
+		unix.Sync()
+		commit, undo, native = commit+t1.Sub(t0), undo+t2.Sub(t1), native+time.Since(t2)
+	}
+	b.ReportMetric(float64(commit.Milliseconds())/float64(b.N), "commit-ms")
+	b.ReportMetric(float64(undo.Milliseconds())/float64(b.N), "undo-ms")
+	b.ReportMetric(float64(native.Milliseconds())/float64(b.N), "cp+sync-ms")
 }

@@ -158,8 +158,11 @@ func (d *Draft) listDisk(lower string, m map[string]fs.FileMode) error {
 		if err != nil {
 			return err
 		}
+		id := d.committing.Load()
 		for _, e := range ents {
-			m[e.Name()] = e.Type()
+			if !commitTemp(e.Name(), id) {
+				m[e.Name()] = e.Type()
+			}
 		}
 		return nil
 	}
@@ -167,8 +170,11 @@ func (d *Draft) listDisk(lower string, m map[string]fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	id := d.committing.Load()
 	for _, fi := range infos {
-		m[fi.Name()] = fi.Mode().Type()
+		if !commitTemp(fi.Name(), id) {
+			m[fi.Name()] = fi.Mode().Type()
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +32,7 @@ type Draft struct {
 	// and the draft as a whole.
 	commitMu sync.Mutex
 
-	mu      sync.RWMutex // protects the following
+	mu      draftLock // protects the following (lock.go)
 	entries map[string]*entry
 	// children names, for each directory key, the children at or below
 	// which the draft has entries; below counts the entries strictly
@@ -74,6 +75,9 @@ type Draft struct {
 
 	// memo keeps per-path answers of status and commit (status_memo.go).
 	memo memo
+	// committing is the id of the commit writing to the disk with
+	// readers let in (see draftLock), 0 when none.
+	committing atomic.Uint64
 }
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {

@@ -126,6 +126,12 @@ func (d *Draft) rollbackLocked(rec *commitRecord, failed int, cause error) error
 			return err
 		}
 	}
+	for _, op := range rec.Ops[:rec.Upto] {
+		if op.Kind == opWrite {
+			// Written by a batch whose renames did not all happen.
+			d.w.disk.Remove(diskName(tempName(rec, op.Path)))
+		}
+	}
 	if err := d.revertLocked(rec, rec.Upto); err != nil {
 		return err
 	}
