@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/draftfs/draftfs/fusefs"
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/control"
 )
@@ -125,7 +125,7 @@ func TestMounts(t *testing.T) {
 		t.Fatalf("the main draft got the other's write: %+v", st)
 	}
 
-	if err := fusefs.Unmount(opts.Mount); err != nil {
+	if err := mounts.Unmount(opts.Mount); err != nil {
 		t.Fatal(err)
 	}
 	select {

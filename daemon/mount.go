@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/fusefs"
 )
 
@@ -53,7 +54,7 @@ func (d *Daemon) Mount(draft, dir string) (string, error) {
 	}
 	// Before anything is created: a mount point in the workspace is
 	// refused without making its parents there.
-	if err := fusefs.CheckPlacement(dir, d.ws.Root()); err != nil {
+	if err := mounts.CheckPlacement(dir, d.ws.Root()); err != nil {
 		return "", err
 	}
 	created, err := prepareMountpoint(dir)
@@ -134,7 +135,7 @@ func unescapeMount(s string) string {
 func prepareMountpoint(dir string) (created bool, err error) {
 	_, err = os.Stat(dir)
 	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
-		if uerr := fusefs.Unmount(dir); uerr != nil {
+		if uerr := mounts.Unmount(dir); uerr != nil {
 			return false, fmt.Errorf("%s is a mount whose server died and cannot be unmounted: %w", dir, uerr)
 		}
 		_, err = os.Stat(dir)
@@ -174,7 +175,7 @@ func (d *Daemon) watchMount(draft string, m *mount) {
 // unmountWait when it was busy and had to be detached.
 func (d *Daemon) unmount(m *mount) error {
 	err := m.srv.Unmount()
-	if err != nil && !errors.Is(err, fusefs.ErrDetached) {
+	if err != nil && !errors.Is(err, mounts.ErrDetached) {
 		return err
 	}
 	waited := make(chan struct{})
@@ -190,7 +191,7 @@ func (d *Daemon) unmount(m *mount) error {
 	if m.created {
 		os.Remove(m.srv.Mountpoint())
 	}
-	if errors.Is(err, fusefs.ErrDetached) {
+	if errors.Is(err, mounts.ErrDetached) {
 		d.opts.Logf("%v", err)
 	}
 	return nil

@@ -2,9 +2,8 @@
 
 // Package fusefs serves a draft's merged view as a FUSE file system, so
 // any tool (a shell, git, a compiler, a CLI agent) works on it as on a
-// local disk while every change lands in the draft, and runs commands in
-// a private mount namespace where the workspace's own path shows that
-// view ([Run]).
+// local disk while every change lands in the draft. Finding and
+// unmounting draftfs mounts is package daemon/mounts.
 //
 // It is a thin adapter: every operation (user.* extended attributes
 // included) is a call on the draft's [overlay.Fs] (tagged

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -125,7 +126,7 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 			return
 		}
 		m.srv.Wait()
-		if mi, err := findMount(m.mnt); err != nil || mi != nil {
+		if typ, err := mounts.At(m.mnt); err != nil || typ != "" {
 			t.Errorf("mount %s still there after unmount (%v)", m.mnt, err)
 		}
 	})

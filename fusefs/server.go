@@ -3,7 +3,6 @@
 package fusefs
 
 import (
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -19,8 +18,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // Options configure a mount.
@@ -41,17 +40,9 @@ type Options struct {
 	Logf func(string, ...any)
 	// StateDir is the workspace's state directory; the mount table
 	// names it and the draft as the mount's source, so that commands run
-	// inside the mount find the workspace it shows (see [FindView]).
+	// inside the mount find the workspace it shows (see [mounts.FindView]).
 	StateDir string
 }
-
-// ErrDetached: the mount was busy, so it was detached lazily: it is gone
-// from the namespace but processes still using it keep it alive until
-// they close their files and leave it.
-var ErrDetached = errors.New("mount busy: detached lazily")
-
-// fsType is the mount's type in /proc/self/mountinfo.
-const fsType = "fuse.draftfs"
 
 // cacheTimeout is how long the kernel keeps entries (failed lookups
 // too) and attributes;
@@ -98,7 +89,7 @@ type Server struct {
 // [overlay.SourceMount]. It returns once the mount answers.
 func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	if os.Geteuid() != 0 {
-		if err := CheckUserMount(); err != nil {
+		if err := mounts.CheckUserMount(); err != nil {
 			return nil, err
 		}
 	}
@@ -137,8 +128,8 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	fopts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			AllowOther:  opts.AllowOther,
-			FsName:      viewSource(opts.StateDir, d.Name()),
-			Name:        "draftfs",
+			FsName:      mounts.Source(opts.StateDir, d.Name()),
+			Name:        "draftfs", // mounts.FsType
 			Options:     []string{"default_permissions"},
 			DirectMount: os.Geteuid() == 0,
 			// security.capability is asked before every write: go-fuse
@@ -239,45 +230,17 @@ func checkMountpoint(mp, workspace string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("fusefs: mount point %s is not a directory", mp)
 	}
-	return CheckPlacement(mp, workspace)
-}
-
-// CheckPlacement refuses a mount point, existing or not, that lies
-// inside the workspace or contains it. Callers that create a missing
-// mount point check first, so that a refused one leaves nothing behind
-// in the workspace.
-func CheckPlacement(mp, workspace string) error {
-	m, w := realPath(mp), realPath(workspace)
-	switch {
-	case beneath.Within(m, w):
-		return fmt.Errorf("fusefs: mount point %s is inside the workspace %s: choose a directory outside it", mp, workspace)
-	case beneath.Within(w, m):
-		return fmt.Errorf("fusefs: mount point %s contains the workspace %s: choose a directory outside it", mp, workspace)
-	}
-	return nil
-}
-
-// realPath resolves symlinks in p where it can: in its deepest existing
-// ancestor when p does not exist yet.
-func realPath(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	if dir := filepath.Dir(p); dir != p {
-		return filepath.Join(realPath(dir), filepath.Base(p))
-	}
-	return p
+	return mounts.CheckPlacement(mp, workspace)
 }
 
 // Mountpoint is where the view is mounted.
 func (s *Server) Mountpoint() string { return s.mountpoint }
 
 // Unmount unmounts the view. A busy mount is detached lazily: the error
-// then wraps [ErrDetached], and [Server.Wait] returns once the last
+// then wraps [mounts.ErrDetached], and [Server.Wait] returns once the last
 // process using it left.
 func (s *Server) Unmount() error {
-	return unmount(s.mountpoint)
+	return mounts.UnmountFUSE(s.mountpoint)
 }
 
 // Wait returns once the mount is gone.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -75,7 +76,7 @@ func startServer(t *testing.T) (cmd *exec.Cmd, root, mnt string) {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		if m, _ := findMount(mnt); m != nil {
+		if typ, _ := mounts.At(mnt); typ != "" {
 			syscall.Unmount(mnt, syscall.MNT_DETACH)
 			t.Errorf("mount %s left behind", mnt)
 		}
@@ -94,7 +95,7 @@ func TestServerSIGTERM(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("server exit: %v", err)
 	}
-	if m, _ := findMount(mnt); m != nil {
+	if typ, _ := mounts.At(mnt); typ != "" {
 		t.Errorf("still mounted after SIGTERM")
 	}
 }
@@ -106,10 +107,10 @@ func TestUnmountDeadServer(t *testing.T) {
 	if _, err := os.ReadDir(mnt); !errors.Is(err, syscall.ENOTCONN) {
 		t.Fatalf("listing a dead mount: %v, want ENOTCONN", err)
 	}
-	if err := Unmount(mnt); err != nil {
+	if err := mounts.Unmount(mnt); err != nil {
 		t.Fatalf("Unmount: %v", err)
 	}
-	if m, _ := findMount(mnt); m != nil {
+	if typ, _ := mounts.At(mnt); typ != "" {
 		t.Errorf("still mounted")
 	}
 	if _, err := os.Stat(mnt); err != nil {
@@ -118,10 +119,10 @@ func TestUnmountDeadServer(t *testing.T) {
 }
 
 func TestUnmountRefusesOtherMounts(t *testing.T) {
-	if err := Unmount("/proc"); err == nil || !strings.Contains(err.Error(), "not a draftfs one") {
-		t.Errorf("Unmount(/proc): %v", err)
+	if err := mounts.Unmount("/proc"); err == nil || !strings.Contains(err.Error(), "not a draftfs one") {
+		t.Errorf("mounts.Unmount(/proc): %v", err)
 	}
-	if err := Unmount(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a mount point") {
+	if err := mounts.Unmount(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a mount point") {
 		t.Errorf("Unmount of a plain directory: %v", err)
 	}
 }
@@ -152,11 +153,11 @@ func TestUnmountBusyDetaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = srv.Unmount()
-	if !errors.Is(err, ErrDetached) {
+	if !errors.Is(err, mounts.ErrDetached) {
 		f.Close()
-		t.Fatalf("Unmount of a busy mount: %v, want ErrDetached", err)
+		t.Fatalf("Unmount of a busy mount: %v, want mounts.ErrDetached", err)
 	}
-	if m, _ := findMount(mnt); m != nil {
+	if typ, _ := mounts.At(mnt); typ != "" {
 		t.Errorf("a detached mount is still in the mount table")
 	}
 	if b, err := io.ReadAll(f); err != nil || string(b) != "text\n" {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/draftfs/draftfs/fusefs"
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/protocol/control"
 )
 
@@ -256,7 +256,7 @@ func (d *server) stop() {
 	}
 	if d.mount != "" && isMount(d.mount) {
 		t.Errorf("%s is still mounted after the daemon ended", d.mount)
-		fusefs.Unmount(d.mount)
+		mounts.Unmount(d.mount)
 	}
 }
 

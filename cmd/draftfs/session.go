@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/draftfs/draftfs/daemon"
-	"github.com/draftfs/draftfs/fusefs"
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/protocol/control"
@@ -22,7 +22,7 @@ type config struct {
 	// view is the draftfs mount the command was started in (a mount, or
 	// the workspace itself inside draftfs run), nil when none: paths
 	// below its mount point name the workspace's files.
-	view *fusefs.View
+	view *mounts.View
 	// note says which workspace was found, when it is not the current
 	// directory (see loadConfig).
 	note string
@@ -67,7 +67,7 @@ func loadConfigFor(workspace, draft string, draftSet bool) (*config, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory (give one with --workspace)", ws)
 	}
-	if v, err := fusefs.FindView(ws); err != nil {
+	if v, err := mounts.FindView(ws); err != nil {
 		return nil, err
 	} else if v != nil {
 		return viewConfig(v, draft, draftSet)
@@ -102,7 +102,7 @@ func stateRoot() (string, error) {
 
 // viewConfig is the configuration of a command started inside the
 // draftfs mount v: its daemon says which workspace the mount shows.
-func viewConfig(v *fusefs.View, draft string, draftSet bool) (*config, error) {
+func viewConfig(v *mounts.View, draft string, draftSet bool) (*config, error) {
 	sock := control.SocketPath(v.StateDir)
 	c, err := control.Dial(sock)
 	if err != nil {

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/draftfs/draftfs/fusefs"
+	"github.com/draftfs/draftfs/daemon/mounts"
 )
 
 var unmountCmd = &cobra.Command{
@@ -18,7 +18,7 @@ leaves. The daemon that served DIR with draftfs mount then exits.`,
 	Args:              args(cobra.ExactArgs(1)),
 	ValidArgsFunction: completeDirs,
 	RunE: func(cmd *cobra.Command, a []string) error {
-		return fusefs.Unmount(a[0])
+		return mounts.Unmount(a[0])
 	},
 }
 

@@ -1,4 +1,6 @@
-package fusefs
+//go:build linux
+
+package mounts
 
 import (
 	"bufio"
@@ -14,31 +16,41 @@ import (
 	"time"
 )
 
+// ErrDetached: the mount was busy, so it was detached lazily: it is gone
+// from the namespace but processes still using it keep it alive until
+// they close their files and leave it.
+var ErrDetached = errors.New("mount busy: detached lazily")
+
+// FsType is a draftfs mount's type in /proc/self/mountinfo: go-fuse's
+// "fuse." and the name fusefs.Mount gives.
+const FsType = "fuse.draftfs"
+
 // Unmount unmounts the draftfs mount at dir, also one whose server died
 // (its mount point then fails with ENOTCONN). Other mounts are refused.
 // A busy mount is detached lazily and the error wraps [ErrDetached].
 func Unmount(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return fmt.Errorf("fusefs: unmount %s: %w", dir, err)
+		return fmt.Errorf("mounts: unmount %s: %w", dir, err)
 	}
 	m, err := findMount(abs)
 	if err != nil {
 		return err
 	}
 	if m == nil {
-		return fmt.Errorf("fusefs: %s is not a mount point", abs)
+		return fmt.Errorf("mounts: %s is not a mount point", abs)
 	}
-	if m.fsType != fsType {
-		return fmt.Errorf("fusefs: %s is a %s mount, not a draftfs one: not unmounting it", abs, m.fsType)
+	if m.fsType != FsType {
+		return fmt.Errorf("mounts: %s is a %s mount, not a draftfs one: not unmounting it", abs, m.fsType)
 	}
-	return unmount(abs)
+	return UnmountFUSE(abs)
 }
 
-// unmount unmounts the FUSE mount at dir: directly as root, else with
-// fusermount3. While it is busy it retries for a moment (the kernel
-// releases files a little after their last close), then detaches lazily.
-func unmount(dir string) error {
+// UnmountFUSE unmounts the FUSE mount at dir, whatever serves it:
+// directly as root, else with fusermount3. While it is busy it retries
+// for a moment (the kernel releases files a little after their last
+// close), then detaches lazily, and the error wraps [ErrDetached].
+func UnmountFUSE(dir string) error {
 	var err error
 	for delay := 5 * time.Millisecond; delay < 200*time.Millisecond; delay *= 2 {
 		if err = unmountOnce(dir, false); !errors.Is(err, syscall.EBUSY) {
@@ -49,7 +61,7 @@ func unmount(dir string) error {
 	if err := unmountOnce(dir, true); err != nil {
 		return err
 	}
-	return fmt.Errorf("fusefs: %s: %w; it goes away when the processes using it leave", dir, ErrDetached)
+	return fmt.Errorf("mounts: %s: %w; it goes away when the processes using it leave", dir, ErrDetached)
 }
 
 func unmountOnce(dir string, lazy bool) error {
@@ -59,14 +71,14 @@ func unmountOnce(dir string, lazy bool) error {
 			flags = syscall.MNT_DETACH
 		}
 		if err := syscall.Unmount(dir, flags); err != nil {
-			return fmt.Errorf("fusefs: unmount %s: %w", dir, err)
+			return fmt.Errorf("mounts: unmount %s: %w", dir, err)
 		}
 		return nil
 	}
 	bin, err := exec.LookPath("fusermount3")
 	if err != nil {
 		if bin, err = exec.LookPath("fusermount"); err != nil {
-			return fmt.Errorf("fusefs: unmount %s: fusermount3 not found (install the fuse3 package)", dir)
+			return fmt.Errorf("mounts: unmount %s: fusermount3 not found (install the fuse3 package)", dir)
 		}
 	}
 	args := []string{"-u"}
@@ -79,9 +91,9 @@ func unmountOnce(dir string, lazy bool) error {
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if strings.Contains(msg, "busy") {
-			return fmt.Errorf("fusefs: unmount %s: %s: %w", dir, msg, syscall.EBUSY)
+			return fmt.Errorf("mounts: unmount %s: %s: %w", dir, msg, syscall.EBUSY)
 		}
-		return fmt.Errorf("fusefs: unmount %s: %s (%v)", dir, msg, err)
+		return fmt.Errorf("mounts: unmount %s: %s (%v)", dir, msg, err)
 	}
 	return nil
 }
@@ -93,12 +105,22 @@ type mountInfo struct {
 	source string
 }
 
+// At returns the type of the topmost mount at dir ("fuse.draftfs" for
+// draftfs's, see FsType); "" when dir is not a mount point.
+func At(dir string) (string, error) {
+	m, err := findMount(dir)
+	if m == nil {
+		return "", err
+	}
+	return m.fsType, nil
+}
+
 // findMount returns the topmost mount at dir, nil when dir is not a
 // mount point.
 func findMount(dir string) (*mountInfo, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil, fmt.Errorf("fusefs: read mount table: %w", err)
+		return nil, fmt.Errorf("mounts: read mount table: %w", err)
 	}
 	var found *mountInfo
 	sc := bufio.NewScanner(bytes.NewReader(data))

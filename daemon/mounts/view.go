@@ -1,4 +1,6 @@
-package fusefs
+//go:build linux
+
+package mounts
 
 import (
 	"bufio"
@@ -27,7 +29,9 @@ type View struct {
 // "draftfs:DRAFT:STATEDIR". Draft names cannot hold a colon.
 const sourcePrefix = "draftfs:"
 
-func viewSource(stateDir, draft string) string {
+// Source is the source a mount of draft of the workspace whose state
+// directory is stateDir gives the mount table, for FindView.
+func Source(stateDir, draft string) string {
 	if stateDir == "" {
 		return "draftfs"
 	}
@@ -40,7 +44,7 @@ func viewSource(stateDir, draft string) string {
 func FindView(dir string) (*View, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil, fmt.Errorf("fusefs: read mount table: %w", err)
+		return nil, fmt.Errorf("mounts: read mount table: %w", err)
 	}
 	var best mountInfo
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -52,7 +56,7 @@ func FindView(dir string) (*View, error) {
 			best = m
 		}
 	}
-	if best.fsType != fsType || !strings.HasPrefix(best.source, sourcePrefix) {
+	if best.fsType != FsType || !strings.HasPrefix(best.source, sourcePrefix) {
 		return nil, nil
 	}
 	draft, state, ok := strings.Cut(strings.TrimPrefix(best.source, sourcePrefix), ":")
