@@ -18,6 +18,7 @@ import (
 
 	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/vfstest"
 )
 
 // TestMain lets the test binary be a mount server for tests that need
@@ -42,6 +43,9 @@ type mounted struct {
 	state string // the state directory
 	// passthrough: mounted in passthrough mode
 	passthrough bool
+	// opts mounted it; watch: the engine watches the disk
+	opts  Options
+	watch bool
 }
 
 // mountOptions tune testMount.
@@ -103,11 +107,11 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := ws.Close(); err != nil {
+		if err := m.ws.Close(); err != nil {
 			t.Errorf("close workspace: %v", err)
 		}
 	})
-	m.ws = ws
+	m.ws, m.watch = ws, o.watch
 	if m.d, err = ws.Draft(""); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +119,7 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 	if o.logf != nil {
 		opts.Logf, opts.Debug = o.logf, true
 	}
-	m.passthrough = opts.Passthrough
+	m.passthrough, m.opts = opts.Passthrough, opts
 	m.srv, err = Mount(m.mnt, m.d, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +135,30 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 		}
 	})
 	return m
+}
+
+// remount unmounts, closes the engine, and opens and mounts it again
+// from the state directory, as a restarted daemon does.
+func (m *mounted) remount(t testing.TB) {
+	t.Helper()
+	if err := m.srv.Unmount(); err != nil {
+		t.Fatalf("unmount: %v", err)
+	}
+	m.srv.Wait()
+	if err := m.ws.Close(); err != nil {
+		t.Fatalf("close workspace: %v", err)
+	}
+	ws, err := overlay.Open(overlay.Options{Root: m.root, StateDir: m.state, Watch: m.watch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ws = ws
+	if m.d, err = ws.Draft(""); err != nil {
+		t.Fatal(err)
+	}
+	if m.srv, err = Mount(m.mnt, m.d, m.opts); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // requireFuse skips the test when /dev/fuse cannot be opened.
@@ -160,25 +188,8 @@ func openFds(t testing.TB) map[string]string {
 }
 
 // writeTree creates files below dir: path → text, "/" suffix for a
-// directory.
-func writeTree(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for p, text := range files {
-		full := filepath.Join(dir, p)
-		if strings.HasSuffix(p, "/") {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// directory, "->target" for a symlink.
+var writeTree = vfstest.WriteTree
 
 // snapshot describes a tree: path → type, mode and content hash.
 func snapshot(t testing.TB, dir string) map[string]string {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/draftfs/draftfs/overlay/vfstest"
 )
 
 // TestDifferential applies the same random operations to the mount and
@@ -80,17 +82,17 @@ func differential(t *testing.T, seed uint64, steps int) {
 	defer mount.closeAll()
 	defer plain.closeAll()
 	writeTree(t, plain.root, initial)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	gen := newOpGen(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 	only := onlySteps(t)
 	var trace []string
 	for i := range steps {
-		op := randomOp(rng)
+		op := gen.Next()
 		if only != nil && !only[i] {
 			continue
 		}
 		ctimes := ctimesAround(op, mount, plain)
-		got := op.apply(mount)
-		want := op.apply(plain)
+		got := apply(op, mount)
+		want := apply(op, plain)
 		trace = append(trace, fmt.Sprintf("%d: %s: %s", i, op, want))
 		if got != want {
 			t.Fatalf("seed %d step %d: %s: mount %s, plain directory %s (replay with DRAFTFS_SEED=%d)\nsteps so far:\n%s",
@@ -126,63 +128,53 @@ func onlySteps(t *testing.T) map[int]bool {
 	return only
 }
 
-// fsOp is one random operation.
-type fsOp struct {
-	kind   string
-	p, q   string
-	data   string
-	mode   os.FileMode
-	offset int64
-	slot   int // the held descriptor it uses
-	flag   int // how "open" opens
-}
+// differentialKinds are the operations TestDifferential draws, each as
+// often as it is listed.
+var differentialKinds = []string{"write", "write", "append", "read", "read", "mkdir", "rmdir", "remove", "rename", "rename", "symlink", "link", "chmod", "truncate", "readdir", "stat",
+	"open", "open", "hwrite", "hwrite", "hread", "hread", "hstat", "htruncate", "hclose", "mkfifo", "mksock"}
 
-func (o fsOp) String() string {
-	return fmt.Sprintf("%s(%q, %q, %q, %o, %d, slot %d, flag %#o)", o.kind, o.p, o.q, o.data, o.mode, o.offset, o.slot, o.flag)
-}
-
-func randomOp(rng *rand.Rand) fsOp {
-	pick := func() string { return names[rng.IntN(len(names))] }
-	kinds := []string{"write", "write", "append", "read", "read", "mkdir", "rmdir", "remove", "rename", "rename", "symlink", "link", "chmod", "truncate", "readdir", "stat",
-		"open", "open", "hwrite", "hwrite", "hread", "hread", "hstat", "htruncate", "hclose", "mkfifo", "mksock"}
-	o := fsOp{kind: kinds[rng.IntN(len(kinds))], p: pick(), q: pick()}
-	o.data = fmt.Sprintf("%x\n", rng.Uint32())
-	o.mode = []os.FileMode{0o600, 0o644, 0o755, 0o700}[rng.IntN(4)]
-	o.offset = int64(rng.IntN(12))
-	o.slot = rng.IntN(slots)
-	o.flag = []int{os.O_RDONLY, os.O_RDWR, os.O_RDWR | os.O_APPEND, os.O_WRONLY | os.O_CREATE | os.O_TRUNC, os.O_RDWR | os.O_CREATE | os.O_EXCL}[rng.IntN(5)]
-	return o
+// newOpGen draws TestDifferential's operations from rng.
+func newOpGen(rng *rand.Rand) *vfstest.OpGen {
+	return &vfstest.OpGen{
+		Rand:    rng,
+		Kinds:   differentialKinds,
+		Path:    func() string { return names[rng.IntN(len(names))] },
+		Modes:   []os.FileMode{0o600, 0o644, 0o755, 0o700},
+		Flags:   []int{os.O_RDONLY, os.O_RDWR, os.O_RDWR | os.O_APPEND, os.O_WRONLY | os.O_CREATE | os.O_TRUNC, os.O_RDWR | os.O_CREATE | os.O_EXCL},
+		Slots:   slots,
+		Offsets: 12,
+	}
 }
 
 // apply runs the operation on s and describes its outcome.
-func (o fsOp) apply(s *side) string {
-	p, q := filepath.Join(s.root, o.p), filepath.Join(s.root, o.q)
-	if strings.HasPrefix(o.kind, "h") && o.kind != "hclose" && s.held[o.slot] == nil {
+func apply(o vfstest.Op, s *side) string {
+	p, q := filepath.Join(s.root, o.P), filepath.Join(s.root, o.Q)
+	if strings.HasPrefix(o.Kind, "h") && o.Kind != "hclose" && s.held[o.Slot] == nil {
 		return "no descriptor"
 	}
-	f := s.held[o.slot]
-	frozen := s.frozen && s.readOnly[o.slot]
-	switch o.kind {
+	f := s.held[o.Slot]
+	frozen := s.frozen && s.readOnly[o.Slot]
+	switch o.Kind {
 	case "write", "append", "read", "open":
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
 			return "a FIFO, not opened" // the open would wait for a peer
 		}
 	}
 	var err error
-	switch o.kind {
+	switch o.Kind {
 	case "mkfifo":
-		err = syscall.Mkfifo(p, uint32(o.mode))
+		err = syscall.Mkfifo(p, uint32(o.Mode))
 	case "mksock":
-		err = syscall.Mknod(p, syscall.S_IFSOCK|uint32(o.mode), 0)
+		err = syscall.Mknod(p, syscall.S_IFSOCK|uint32(o.Mode), 0)
 	case "write":
 		before := inoAt(p)
-		if err = os.WriteFile(p, []byte(o.data), 0o644); err == nil {
+		if err = os.WriteFile(p, o.Data, 0o644); err == nil {
 			return "ok" + sameIno(before, inoAt(p))
 		}
 	case "append":
 		var f *os.File
 		if f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
-			_, err = f.WriteString(o.data)
+			_, err = f.Write(o.Data)
 			f.Close()
 		}
 	case "read":
@@ -191,7 +183,7 @@ func (o fsOp) apply(s *side) string {
 			return "read " + strconv.Quote(string(b))
 		}
 	case "mkdir":
-		err = os.Mkdir(p, o.mode|0o700)
+		err = os.Mkdir(p, o.Mode|0o700)
 	case "rmdir":
 		err = syscall.Rmdir(p)
 	case "remove":
@@ -202,18 +194,18 @@ func (o fsOp) apply(s *side) string {
 			return "ok" + sameIno(before, inoAt(q))
 		}
 	case "symlink":
-		err = os.Symlink(o.q, p)
+		err = os.Symlink(o.Q, p)
 	case "link":
 		if err = os.Link(p, q); err == nil {
 			return "ok" + sameIno(inoAt(p), inoAt(q))
 		}
 	case "chmod":
 		before := inoAt(p)
-		if err = os.Chmod(p, o.mode); err == nil {
+		if err = os.Chmod(p, o.Mode); err == nil {
 			return "ok" + sameIno(before, inoAt(p))
 		}
 	case "truncate":
-		err = os.Truncate(p, o.offset)
+		err = os.Truncate(p, o.Offset)
 	case "readdir":
 		var ents []os.DirEntry
 		if ents, err = os.ReadDir(p); err == nil {
@@ -231,13 +223,13 @@ func (o fsOp) apply(s *side) string {
 	case "open":
 		if f != nil {
 			f.Close()
-			s.held[o.slot] = nil
+			s.held[o.Slot] = nil
 		}
-		if f, err = os.OpenFile(p, o.flag, 0o644); err == nil {
-			s.held[o.slot], s.readOnly[o.slot] = f, o.flag&(os.O_WRONLY|os.O_RDWR) == 0
+		if f, err = os.OpenFile(p, o.Flag, 0o644); err == nil {
+			s.held[o.Slot], s.readOnly[o.Slot] = f, o.Flag&(os.O_WRONLY|os.O_RDWR) == 0
 		}
 	case "hwrite":
-		_, err = f.WriteString(o.data)
+		_, err = f.Write(o.Data)
 	case "hread":
 		b := make([]byte, 256)
 		var n int
@@ -254,11 +246,11 @@ func (o fsOp) apply(s *side) string {
 			return describe(fi)
 		}
 	case "htruncate":
-		err = f.Truncate(o.offset)
+		err = f.Truncate(o.Offset)
 	case "hclose":
 		if f != nil {
 			err = f.Close()
-			s.held[o.slot] = nil
+			s.held[o.Slot] = nil
 		}
 	}
 	return errnoName(err)
@@ -318,12 +310,12 @@ const ctimeTick = 20 * time.Millisecond
 // made at other times), when op succeeded. Objects changed within a
 // clock tick before are not compared: a movement is only told from none
 // across a tick. A chmod to the mode a file has moves it too.
-func ctimesAround(op fsOp, sides ...*side) func() string {
-	before, after := op.p, op.p
-	switch op.kind {
+func ctimesAround(op vfstest.Op, sides ...*side) func() string {
+	before, after := op.P, op.P
+	switch op.Kind {
 	case "chmod", "truncate", "link":
 	case "rename":
-		after = op.q
+		after = op.Q
 	default:
 		return func() string { return "" }
 	}
@@ -352,7 +344,7 @@ func ctimesAround(op fsOp, sides ...*side) func() string {
 			moved = append(moved, t.After(was[i]))
 		}
 		if moved[0] != moved[1] {
-			return fmt.Sprintf("ctime of %s moved in the mount %v, in the plain directory %v", op.p, moved[0], moved[1])
+			return fmt.Sprintf("ctime of %s moved in the mount %v, in the plain directory %v", op.P, moved[0], moved[1])
 		}
 		return ""
 	}

@@ -5,6 +5,7 @@ package overlay_test
 import (
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -28,6 +29,7 @@ func (x engineEnv) FS() vfstest.FS                   { return x.e.v }
 func (x engineEnv) Root() string                     { return x.e.root }
 func (x engineEnv) Disk(key string) string           { return x.e.disk(key) }
 func (x engineEnv) Reopen()                          { x.e.reopen() }
+func (x engineEnv) Settle() bool                     { return x.e.ws.Settle(time.Minute) }
 func (x engineEnv) Buffers() *buffers.Set            { return x.e.bufs }
 func (x engineEnv) Resolve(p string) (string, error) { return x.e.d.Resolve(p) }
 

@@ -206,13 +206,13 @@ var fileCases = []Case{
 			MustWrite(t, e.FS(), "d/draft", "draft")
 			WantContent(t, e.FS(), "f", "old")
 			Must(t, os.WriteFile(e.Disk("f"), []byte("new on disk"), 0o644))
-			WantContent(t, e.FS(), "f", "new on disk")
+			seeDisk(t, e, func() error { return contentIs(e.FS(), "f", "new on disk") })
 			Must(t, os.WriteFile(e.Disk("d/b"), []byte("b"), 0o644))
-			WantNames(t, e.FS(), "d", "a", "b", "draft")
+			seeDisk(t, e, func() error { return namesAre(e.FS(), "d", "a", "b", "draft") })
 			Must(t, os.Remove(e.Disk("d/a")))
-			WantNames(t, e.FS(), "d", "b", "draft")
+			seeDisk(t, e, func() error { return namesAre(e.FS(), "d", "b", "draft") })
 			Must(t, os.Remove(e.Disk("e")))
-			WantMissing(t, e.FS(), "e")
+			seeDisk(t, e, func() error { return missing(e.FS(), "e") })
 			// Where the draft has an entry, the disk no longer shows.
 			MustWrite(t, e.FS(), "f", "draft f")
 			Must(t, os.WriteFile(e.Disk("f"), []byte("newer on disk"), 0o644))
@@ -223,13 +223,13 @@ var fileCases = []Case{
 		Name: "editor buffers shadow the disk; the draft shadows buffers",
 		Tree: map[string]string{"f": "disk", "g": "disk g"},
 		Run: func(t *testing.T, e Env) {
-			bufs := need[Buffered](t, e, "this view has no editor buffers").Buffers()
-			Must(t, bufs.Open("f", 1, []byte("buffer text")))
+			bufs, did := editor(t, e)
+			did(bufs.Open("f", 1, []byte("buffer text")))
 			WantContent(t, e.FS(), "f", "buffer text")
 			r, err := e.FS().Open("g")
 			Must(t, err)
 			defer r.Close()
-			Must(t, bufs.Open("g", 1, []byte("buffer g")))
+			did(bufs.Open("g", 1, []byte("buffer g")))
 			b, err := io.ReadAll(r)
 			Must(t, err)
 			if string(b) != "buffer g" {
@@ -242,13 +242,13 @@ var fileCases = []Case{
 			Must(t, err)
 			Must(t, f.Close())
 			WantContent(t, e.FS(), "f", "buffer text + agent")
-			Must(t, bufs.Open("f", 2, []byte("the user typed more")))
+			did(bufs.Open("f", 2, []byte("the user typed more")))
 			WantContent(t, e.FS(), "f", "buffer text + agent")
-			Must(t, bufs.Close("g"))
+			did(bufs.Close("g"))
 			WantContent(t, e.FS(), "g", "disk g")
 			// A saved buffer (not dirty) shows the disk.
-			Must(t, bufs.Open("g", 3, []byte("saved")))
-			Must(t, bufs.Save("g"))
+			did(bufs.Open("g", 3, []byte("saved")))
+			did(bufs.Save("g"))
 			WantContent(t, e.FS(), "g", "disk g")
 		},
 	},
@@ -256,9 +256,9 @@ var fileCases = []Case{
 		Name: "new unsaved buffer files appear in listings",
 		Tree: map[string]string{"d/a": "a"},
 		Run: func(t *testing.T, e Env) {
-			bufs := need[Buffered](t, e, "this view has no editor buffers").Buffers()
-			Must(t, bufs.Open("d/untitled.go", 1, []byte("package d\n")))
-			Must(t, bufs.Open("top.txt", 1, []byte("top")))
+			bufs, did := editor(t, e)
+			did(bufs.Open("d/untitled.go", 1, []byte("package d\n")))
+			did(bufs.Open("top.txt", 1, []byte("top")))
 			WantNames(t, e.FS(), "d", "a", "untitled.go")
 			WantNames(t, e.FS(), "", "d", "top.txt")
 			WantContent(t, e.FS(), "d/untitled.go", "package d\n")

@@ -4,6 +4,7 @@ package vfstest
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
+	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -172,28 +175,46 @@ func InoOf(t testing.TB, fsys FS, name string) uint64 {
 // WantNames fails unless dir of fsys lists exactly want, in order.
 func WantNames(t testing.TB, fsys FS, dir string, want ...string) {
 	t.Helper()
+	Must(t, namesAre(fsys, dir, want...))
+}
+
+func namesAre(fsys FS, dir string, want ...string) error {
 	ents, err := fsys.ReadDir(dir)
-	Must(t, err)
+	if err != nil {
+		return err
+	}
 	var got []string
 	for _, de := range ents {
 		got = append(got, de.Name())
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("ReadDir(%q) = %q, want %q", dir, got, want)
+		return fmt.Errorf("ReadDir(%q) = %q, want %q", dir, got, want)
 	}
+	return nil
 }
 
 // WantContent fails unless name of fsys holds want, and says its size.
 func WantContent(t testing.TB, fsys FS, name, want string) {
 	t.Helper()
-	if got := MustRead(t, fsys, name); got != want {
-		t.Fatalf("%s holds %q, want %q", name, got, want)
+	Must(t, contentIs(fsys, name, want))
+}
+
+func contentIs(fsys FS, name, want string) error {
+	b, err := ReadAll(fsys, name)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if string(b) != want {
+		return fmt.Errorf("%s holds %q, want %q", name, b, want)
 	}
 	fi, err := fsys.Stat(name)
-	Must(t, err)
-	if fi.Size() != int64(len(want)) {
-		t.Fatalf("%s: size %d, want %d", name, fi.Size(), len(want))
+	if err != nil {
+		return err
 	}
+	if fi.Size() != int64(len(want)) {
+		return fmt.Errorf("%s: size %d, want %d", name, fi.Size(), len(want))
+	}
+	return nil
 }
 
 // WantMissing fails unless name of fsys is missing.
@@ -201,6 +222,47 @@ func WantMissing(t testing.TB, fsys FS, name string) {
 	t.Helper()
 	_, err := fsys.Lstat(name)
 	WantErrno(t, "lstat "+name, err, syscall.ENOENT)
+}
+
+func missing(fsys FS, name string) error {
+	if _, err := fsys.Lstat(name); ErrnoOf(err) != syscall.ENOENT {
+		return fmt.Errorf("lstat %s: %v, want ENOENT", name, err)
+	}
+	return nil
+}
+
+// seeDisk fails unless check passes after a change made on disk: at
+// once on a view that reads the disk, within its lag on a Lagging one.
+func seeDisk(t *testing.T, e Env, check func() error) {
+	t.Helper()
+	var deadline time.Time
+	if l, ok := e.(Lagging); ok {
+		deadline = time.Now().Add(l.DiskLag())
+	}
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// editor is the Env's editor buffers, and did, which fails the test on
+// an error of a change to them and waits until the view shows it.
+func editor(t *testing.T, e Env) (*buffers.Set, func(error)) {
+	t.Helper()
+	b := need[Buffered](t, e, "this view has no editor buffers")
+	return b.Buffers(), func(err error) {
+		t.Helper()
+		Must(t, err)
+		if !b.Settle() {
+			t.Fatal("the view did not show a buffer change within a minute")
+		}
+	}
 }
 
 // need is the Env as the capability C; without it, the test is skipped

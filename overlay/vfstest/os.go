@@ -33,6 +33,10 @@ func (o osFS) Symlink(target, newname string) error       { return os.Symlink(ta
 func (o osFS) Link(oldname, newname string) error         { return os.Link(o.path(oldname), o.path(newname)) }
 func (o osFS) Truncate(name string, size int64) error     { return os.Truncate(o.path(name), size) }
 
+// Rename is rename(2), which os.Rename is not: it refuses a directory
+// as the target with EEXIST where rename(2) replaces an empty one.
+func (o osFS) Rename(oldname, newname string) error { return o.Rename2(oldname, newname, 0) }
+
 func (o osFS) Rename2(oldname, newname string, flags overlay.RenameFlags) error {
 	var uflags uint
 	if flags&overlay.RenameNoReplace != 0 {
@@ -42,7 +46,7 @@ func (o osFS) Rename2(oldname, newname string, flags overlay.RenameFlags) error 
 		uflags |= unix.RENAME_EXCHANGE
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, o.path(oldname), unix.AT_FDCWD, o.path(newname), uflags); err != nil {
-		return &os.LinkError{Op: "renameat2", Old: oldname, New: newname, Err: err}
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
 	}
 	return nil
 }

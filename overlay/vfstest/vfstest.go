@@ -16,6 +16,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -52,9 +53,13 @@ type Env interface {
 	Reopen()
 }
 
-// Buffered is an Env whose workspace has editor buffers.
+// Buffered is an Env whose workspace has editor buffers. Settle waits
+// until the view shows the buffers' last change, as the daemon does
+// before it answers an editor (a mount drops what the kernel cached a
+// moment after the change); false if that took over a minute.
 type Buffered interface {
 	Buffers() *buffers.Set
+	Settle() bool
 }
 
 // Resolver is an Env that maps paths to keys itself and refuses those
@@ -62,6 +67,14 @@ type Buffered interface {
 // resolves paths and a symlink may lead anywhere).
 type Resolver interface {
 	Resolve(p string) (string, error)
+}
+
+// Lagging is an Env that shows a change made on disk only after a
+// while: a mount, where the daemon learns of it by file watching and
+// then drops the kernel's caches (the README's disk-to-mount window).
+type Lagging interface {
+	// DiskLag bounds the wait: a watchdog, not a timing.
+	DiskLag() time.Duration
 }
 
 // Case is one behaviour, checked on a fresh workspace holding Tree
