@@ -145,6 +145,7 @@ func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner 
 	}
 	h := sha256.New()
 	_, err = io.Copy(io.MultiWriter(f, h), src)
+	osf, onOS := f.(*os.File)
 	switch {
 	case err != nil:
 	case syncs == nil:
@@ -152,14 +153,24 @@ func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner 
 	default:
 		err = keepFS(f, syncs)
 	}
+	if err == nil && onOS {
+		// On the descriptor: no walk to the file for each (chown first,
+		// it clears set-id bits).
+		if owner != nil {
+			err = osf.Chown(owner.Uid, owner.Gid)
+		}
+		if err == nil {
+			err = osf.Chmod(mode & permBits)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && !onOS {
 		err = chown(disk, tmp, owner)
-	}
-	if err == nil {
-		err = disk.Chmod(diskName(tmp), mode&permBits)
+		if err == nil {
+			err = disk.Chmod(diskName(tmp), mode&permBits)
+		}
 	}
 	if err != nil {
 		disk.Remove(diskName(tmp))
