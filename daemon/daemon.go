@@ -55,6 +55,8 @@ type Daemon struct {
 	lock   *os.File
 	socket string        // read only
 	done   chan struct{} // closed when the Options.Mount mount is gone
+	// authors names who made each change through the mounts.
+	authors *authors
 
 	mu     sync.Mutex // protects the following
 	mounts map[string]*mount
@@ -78,7 +80,7 @@ func Start(opts Options) (*Daemon, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	d := &Daemon{opts: opts, socket: control.SocketPath(opts.StateDir), done: make(chan struct{}), mounts: map[string]*mount{}}
+	d := &Daemon{opts: opts, socket: control.SocketPath(opts.StateDir), done: make(chan struct{}), mounts: map[string]*mount{}, authors: newAuthors()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -102,6 +104,7 @@ func Start(opts Options) (*Daemon, error) {
 		Mountpoint: d.Mountpoint,
 		Mount:      func(draft string) (string, error) { return d.Mount(draft, "") },
 		Daemon:     true,
+		Run:        d.Run,
 		Logf:       opts.Logf,
 	})
 	if d.l, err = control.Listen(d.socket); err != nil {
@@ -153,6 +156,13 @@ func (d *Daemon) Workspace() *overlay.Workspace { return d.ws }
 // Draft is the daemon's default draft.
 func (d *Daemon) Draft() *overlay.Draft { return d.draft }
 
+// Run says that the processes pid starts from now on (pid is a
+// `draftfs run`, say), and theirs, make their changes through the
+// daemon's mounts as command, until end.
+func (d *Daemon) Run(pid int, command []string) (end func()) {
+	return d.authors.run(pid, command)
+}
+
 // Done is closed when the mount of Options.Mount went away from outside.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
@@ -183,6 +193,7 @@ func (d *Daemon) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	d.authors.close()
 	if d.ws != nil {
 		if err := d.ws.Close(); err != nil {
 			errs = append(errs, err)

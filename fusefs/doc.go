@@ -7,7 +7,8 @@
 //
 // It is a thin adapter: every operation (user.* extended attributes
 // included) is a call on the draft's [overlay.Fs] (tagged
-// [overlay.SourceMount]) by the path go-fuse keeps for the node. Nodes
+// [overlay.SourceMount], and by the process behind the request when
+// [Options].Author names it) by the path go-fuse keeps for the node. Nodes
 // are not persistent: go-fuse forgets them when the kernel does, so
 // memory follows what the kernel keeps referenced, not the size of the
 // workspace (about 0.6 KiB per node).

@@ -64,7 +64,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if flags&syscall.O_EXCL != 0 {
 		ef |= os.O_EXCL
 	}
-	f, err := n.srv.fsys.OpenFile(key, ef, fileMode(mode))
+	f, err := n.srv.as(ctx).OpenFile(key, ef, fileMode(mode))
 	if err != nil {
 		return nil, nil, 0, n.srv.errno("create", err)
 	}
@@ -93,7 +93,7 @@ func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // Read implements NodeReader.
 func (n *node) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var cnt int
-	errno := n.use("read", false, func(f afero.File) error {
+	errno := n.use(ctx, "read", false, func(f afero.File) error {
 		var err error
 		cnt, err = f.ReadAt(dest, off)
 		if errors.Is(err, io.EOF) {
@@ -110,7 +110,7 @@ func (n *node) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int
 // Write implements NodeWriter.
 func (n *node) Write(ctx context.Context, _ gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	var cnt int
-	errno := n.use("write", true, func(f afero.File) error {
+	errno := n.use(ctx, "write", true, func(f afero.File) error {
 		var err error
 		cnt, err = f.WriteAt(data, off)
 		return err
@@ -124,14 +124,14 @@ func (n *node) Write(ctx context.Context, _ gofs.FileHandle, data []byte, off in
 // Fsync implements NodeFsyncer: the content and the draft's metadata
 // are made durable.
 func (n *node) Fsync(ctx context.Context, _ gofs.FileHandle, flags uint32) syscall.Errno {
-	return n.use("fsync", false, func(f afero.File) error { return f.Sync() })
+	return n.use(ctx, "fsync", false, func(f afero.File) error { return f.Sync() })
 }
 
 // Lseek implements NodeLseeker for SEEK_DATA and SEEK_HOLE (the kernel
 // answers the other whences itself).
 func (n *node) Lseek(ctx context.Context, _ gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
 	var pos int64
-	errno := n.use("lseek", false, func(f afero.File) error {
+	errno := n.use(ctx, "lseek", false, func(f afero.File) error {
 		var err error
 		pos, err = f.Seek(int64(off), int(whence))
 		return err
@@ -141,17 +141,18 @@ func (n *node) Lseek(ctx context.Context, _ gofs.FileHandle, off uint64, whence 
 
 // Allocate implements NodeAllocater.
 func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
-	return n.use("fallocate", true, func(f afero.File) error {
+	return n.use(ctx, "fallocate", true, func(f afero.File) error {
 		return overlay.Fallocate(f, mode, int64(off), int64(size))
 	})
 }
 
-// use runs fn on an engine handle of n's file, writable when write: the
-// pinned one, else one opened by n's path for fn alone. The kernel does
-// not say when a file is closed, and a handle open for writing would
-// keep its file in the draft across a commit (see overlay.Draft.Commit),
-// so none stays open; reads are rare, as the kernel keeps pages.
-func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Errno {
+// use runs fn on an engine handle of n's file, writable when write (by
+// the process behind ctx): the pinned one, else one opened by n's path
+// for fn alone. The kernel does not say when a file is closed, and a
+// handle open for writing would keep its file in the draft across a
+// commit (see overlay.Draft.Commit), so none stays open; reads are
+// rare, as the kernel keeps pages.
+func (n *node) use(ctx context.Context, op string, write bool, fn func(afero.File) error) syscall.Errno {
 	n.ioMu.RLock()
 	if n.pin != nil {
 		defer n.ioMu.RUnlock()
@@ -167,7 +168,7 @@ func (n *node) use(op string, write bool, fn func(afero.File) error) syscall.Err
 	if write {
 		flag = os.O_RDWR
 	}
-	f, err := n.srv.fsys.OpenFile(key, flag, 0)
+	f, err := n.srv.as(ctx).OpenFile(key, flag, 0)
 	if err != nil {
 		return n.openErrno(op, err)
 	}

@@ -85,7 +85,7 @@ func (n *node) killPrivAfterWrite(ctx context.Context) syscall.Errno {
 	if !kill {
 		return 0
 	}
-	if err := n.srv.fsys.Setattr(key, overlay.Attrs{Mode: &mode}); err != nil {
+	if err := n.srv.as(ctx).Setattr(key, overlay.Attrs{Mode: &mode}); err != nil {
 		return n.srv.errno("write", err)
 	}
 	n.NotifyContent(-1, 0) // attributes only

@@ -38,7 +38,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	if err := n.srv.fsys.Mkdir(key, fileMode(mode)); err != nil {
+	if err := n.srv.as(ctx).Mkdir(key, fileMode(mode)); err != nil {
 		return nil, n.srv.errno("mkdir", err)
 	}
 	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
@@ -53,7 +53,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	if err := n.srv.fsys.Mknod(key, beneath.FileMode(mode), uint64(dev)); err != nil {
+	if err := n.srv.as(ctx).Mknod(key, beneath.FileMode(mode), uint64(dev)); err != nil {
 		return nil, n.srv.errno("mknod", err)
 	}
 	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
@@ -66,7 +66,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	if err := n.srv.fsys.Symlink(target, key); err != nil {
+	if err := n.srv.as(ctx).Symlink(target, key); err != nil {
 		return nil, n.srv.errno("symlink", err)
 	}
 	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
@@ -94,7 +94,7 @@ func (s *Server) chown(ctx context.Context, key string) syscall.Errno {
 		return 0
 	}
 	uid, gid := int(caller.Uid), int(caller.Gid)
-	if err := s.fsys.Setattr(key, overlay.Attrs{Uid: &uid, Gid: &gid}); err != nil {
+	if err := s.as(ctx).Setattr(key, overlay.Attrs{Uid: &uid, Gid: &gid}); err != nil {
 		return s.errno("chown", err)
 	}
 	return 0
@@ -108,7 +108,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	child := n.GetChild(name)
 	undo := n.pinChild(name)
-	if err := n.srv.fsys.Unlink(key); err != nil {
+	if err := n.srv.as(ctx).Unlink(key); err != nil {
 		undo()
 		return n.srv.errno("unlink", err)
 	}
@@ -137,7 +137,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return syscall.ENOENT
 	}
 	undo := n.pinChild(name)
-	if err := n.srv.fsys.Rmdir(key); err != nil {
+	if err := n.srv.as(ctx).Rmdir(key); err != nil {
 		undo()
 		return n.srv.errno("rmdir", err)
 	}
@@ -171,7 +171,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if rf&overlay.RenameExchange == 0 {
 		undo = np.pinChild(newName)
 	}
-	if err := n.srv.fsys.Rename2(from, to, rf); err != nil {
+	if err := n.srv.as(ctx).Rename2(from, to, rf); err != nil {
 		undo()
 		return n.srv.errno("rename", err)
 	}
@@ -196,7 +196,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if !ok1 || !ok2 {
 		return nil, syscall.ENOENT
 	}
-	if err := n.srv.fsys.Link(from, to); err != nil {
+	if err := n.srv.as(ctx).Link(from, to); err != nil {
 		return nil, n.srv.errno("link", err)
 	}
 	fi, err := n.srv.fsys.Lstat(to)

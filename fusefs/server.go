@@ -3,6 +3,7 @@
 package fusefs
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -42,6 +43,11 @@ type Options struct {
 	// names it and the draft as the mount's source, so that commands run
 	// inside the mount find the workspace it shows (see [mounts.FindView]).
 	StateDir string
+	// Author names who made a change from the pid of the request (the
+	// caller's thread, in the mount's pid namespace): the log records it
+	// as the change's By (overlay.Source.By). It must be cheap after a
+	// process's first request. Nil, or "": the change is by the mount.
+	Author func(pid uint32) string
 }
 
 // cacheTimeout is how long the kernel keeps entries (failed lookups
@@ -51,11 +57,12 @@ const cacheTimeout = time.Hour
 
 // Server is a mounted merged view.
 type Server struct {
-	d          *overlay.Draft // read only
-	fsys       *overlay.Fs    // read only
-	mountpoint string         // read only
-	root       *node          // read only
-	fuse       *fuse.Server   // read only once Mount returns
+	d          *overlay.Draft          // read only
+	fsys       *overlay.Fs             // read only
+	author     func(pid uint32) string // read only: Options.Author
+	mountpoint string                  // read only
+	root       *node                   // read only
+	fuse       *fuse.Server            // read only once Mount returns
 	sub        *overlay.Subscription
 	logf       func(string, ...any) // read only
 	uid, gid   uint32               // read only: the server's own ids
@@ -103,6 +110,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	s := &Server{
 		d:           d,
 		fsys:        d.Fs(overlay.SourceMount),
+		author:      opts.Author,
 		mountpoint:  mp,
 		logf:        opts.Logf,
 		passthrough: opts.Passthrough,
@@ -267,4 +275,20 @@ type logWriter func(string, ...any)
 func (w logWriter) Write(p []byte) (int, error) {
 	w("%s", strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
+}
+
+// as is the view for a change requested with ctx: made by the process
+// behind the request, when Options.Author names it.
+func (s *Server) as(ctx context.Context) *overlay.Fs {
+	if s.author == nil {
+		return s.fsys
+	}
+	c, ok := fuse.FromContext(ctx)
+	if !ok || c.Pid == 0 {
+		return s.fsys // the kernel's own (a write-back, a release)
+	}
+	if who := s.author(c.Pid); who != "" {
+		return s.fsys.As(who)
+	}
+	return s.fsys
 }

@@ -71,7 +71,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if !ok {
 		return syscall.ENOENT
 	}
-	return n.srv.errno("setxattr", n.srv.fsys.Setxattr(key, attr, data, int(flags)))
+	return n.srv.errno("setxattr", n.srv.as(ctx).Setxattr(key, attr, data, int(flags)))
 }
 
 // Removexattr implements NodeRemovexattrer.
@@ -80,5 +80,5 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if !ok {
 		return syscall.ENOENT
 	}
-	return n.srv.errno("removexattr", n.srv.fsys.Removexattr(key, attr))
+	return n.srv.errno("removexattr", n.srv.as(ctx).Removexattr(key, attr))
 }

@@ -34,6 +34,8 @@ type Change struct {
 	From   string // the old key, for renames
 	Kind   ChangeKind
 	Source Source
+	// By is who within the source made it (see [Source.By]).
+	By string
 	// Overflow: the subscriber fell behind and events were dropped before
 	// this one; it must treat every path as changed.
 	Overflow bool
@@ -133,6 +135,9 @@ func (f *feed) unsubscribe(s *Subscription) {
 func (f *feed) publish(changes ...Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for i := range changes {
+		changes[i].Source, changes[i].By = changes[i].Source.split()
+	}
 	for s := range f.subs {
 		for _, c := range changes {
 			if s.lost.Load() {

@@ -37,6 +37,11 @@ var (
 // Fs returns the draft's merged view, logging changes as made by src.
 func (d *Draft) Fs(src Source) *Fs { return &Fs{d: d, src: src} }
 
+// As returns the view with its changes made by who within its source
+// (see [Source.By]): a front end serving several processes or clients
+// through one Fs takes one per request.
+func (f *Fs) As(who string) *Fs { return &Fs{d: f.d, src: f.src.By(who)} }
+
 // Draft is the draft the view is of.
 func (f *Fs) Draft() *Draft { return f.d }
 

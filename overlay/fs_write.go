@@ -288,7 +288,7 @@ func (d *Draft) finish(t *txn) error {
 		return err
 	}
 	if n := len(t.log); n > 0 {
-		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source}
+		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source.By(t.log[n-1].By)}
 	}
 	for _, ino := range gone {
 		os.Remove(d.dataPath(ino))

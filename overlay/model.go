@@ -4,6 +4,7 @@ package overlay
 
 import (
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -120,6 +121,29 @@ const (
 	SourceDisk   Source = "disk"
 )
 
+// By returns s naming who, within the front end, made a change: the
+// process behind a write through the mount, the editor that pushed a
+// buffer, the command of the CLI. Every change an [Fs] or a method
+// makes with it is logged and published with s as its Source and who as
+// its By; within the engine it is a plain Source, so that changes by
+// two processes through one mount never coalesce in the log.
+func (s Source) By(who string) Source {
+	if who == "" {
+		return s
+	}
+	return s + bySep + Source(who)
+}
+
+// bySep separates a Source from its By inside the engine: a byte no
+// command line or client name holds.
+const bySep = "\x00"
+
+// split returns the front end and who (see [Source.By]).
+func (s Source) split() (Source, string) {
+	src, who, _ := strings.Cut(string(s), bySep)
+	return Source(src), who
+}
+
 // LogEntry is one operation in a draft's history.
 type LogEntry struct {
 	Time   time.Time `json:"time"`
@@ -128,4 +152,9 @@ type LogEntry struct {
 	From   string    `json:"from,omitempty"`
 	Paths  []string  `json:"paths,omitempty"`
 	Source Source    `json:"source"`
+	// By is who within the source made the change, when known: through
+	// the mount, the command line of the process (for a process of a
+	// draftfs run, the command the run started); the editor; the CLI
+	// command.
+	By string `json:"by,omitempty"`
 }

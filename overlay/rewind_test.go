@@ -273,3 +273,55 @@ func TestQuietCheckpoint(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestAuthorsInLog: changes made through Fs.As are logged and published
+// by who made them; writes by two processes to one file do not
+// coalesce into one entry; a quiet period's checkpoint names them all;
+// a checkpoint's LogEnd says which entries its state holds.
+func TestAuthorsInLog(t *testing.T) {
+	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir(), Quiet: 20 * time.Millisecond})
+	must(t, err)
+	defer w.Close()
+	sub := w.Subscribe()
+	defer sub.Close()
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	must(t, afero.WriteFile(f.As("sh -c make"), "a", []byte("a\n"), 0o644))
+	must(t, afero.WriteFile(f.As("sh -c make"), "a", []byte("aa\n"), 0o644))
+	must(t, afero.WriteFile(f.As("vim a"), "a", []byte("aaa\n"), 0o644))
+	must(t, f.As("rm a").Remove("a"))
+	must(t, afero.WriteFile(f, "b", []byte("b\n"), 0o644))
+	log, err := d.Log()
+	must(t, err)
+	var got []string
+	for _, l := range log {
+		got = append(got, l.Op+" "+l.Path+" "+string(l.Source)+" "+l.By)
+	}
+	want := []string{"create a mount sh -c make", "write a mount vim a", "delete a mount rm a", "create b mount "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c := <-sub.C; c.Source != SourceMount || c.By != "sh -c make" {
+		t.Errorf("the first change published: %+v", c)
+	}
+	deadline := time.Now().Add(time.Minute) // a watchdog, not a timing
+	for {
+		cps, err := d.Timeline()
+		must(t, err)
+		if len(cps) > 0 && cps[0].LogEnd == uint64(len(log)) {
+			names := ""
+			for i := len(cps) - 1; i >= 0; i-- {
+				names += cps[i].Author.Name + "; "
+			}
+			// One quiet period, or more on a slow machine: in order.
+			if !strings.Contains(names, "sh -c make") || !strings.Contains(names, "vim a") || !strings.Contains(names, "rm a") {
+				t.Errorf("quiet checkpoints' authors %q: want every writer", names)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint holding the whole log: %+v", cps)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

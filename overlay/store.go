@@ -194,6 +194,7 @@ func (t *txn) putInode(ino uint64, n *inode) {
 }
 
 func (t *txn) addLog(l LogEntry) {
+	l.Source, l.By = l.Source.split()
 	if l.Time.IsZero() {
 		l.Time = time.Now()
 	}
@@ -351,6 +352,24 @@ func (s *store) readLog() ([]LogEntry, error) {
 		return nil, fmt.Errorf("overlay: read log of %s: %w: %w", s.path, ErrCorrupt, err)
 	}
 	return out, nil
+}
+
+// logLen is how many entries the log holds: readLog's length, at no
+// cost but a read of the log bucket's sequence.
+func (s *store) logLen() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketLog); b != nil {
+			n = b.Sequence()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("overlay: read log of %s: %w", s.path, err)
+	}
+	return n + uint64(len(s.pending.log)), nil
 }
 
 // commits returns the commit records, oldest first.

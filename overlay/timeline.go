@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,11 @@ type Checkpoint struct {
 	// Rewound: the step put the draft back as it was after checkpoint
 	// Rewound.
 	Rewound uint64 `json:"rewound,omitempty"`
+	// LogEnd is how many entries the draft's log ([Draft.Log]) held
+	// when the state was read: the entries from the last checkpoint's
+	// LogEnd to this one's are the changes this state holds, whenever
+	// their front end finished them.
+	LogEnd uint64 `json:"logEnd"`
 	// State are the chunks of the draft's state after the step.
 	State []string `json:"state"`
 	// Hash is the state's hash.
@@ -125,9 +131,12 @@ type timeline struct {
 	// holds counts steps under way (BeginStep): the quiet period makes
 	// no checkpoint meanwhile.
 	holds int
-	// pending: changes since the last checkpoint, by src.
+	// pending: changes since the last checkpoint, by src; by names
+	// who within it made them, in order (see Source.By), at most
+	// quietNames.
 	pending bool
 	src     Source
+	by      []string
 	timer   *time.Timer
 	sub     *Subscription
 	closed  bool
@@ -159,16 +168,21 @@ func (tl *timeline) watch() {
 		for c := range tl.sub.C {
 			switch {
 			case c.Draft == tl.d.name && c.Kind != ChangeCommit && c.Kind != ChangeUndo:
-				tl.note(c.Source)
+				tl.note(c.Source, c.By)
 			case c.Overflow:
-				tl.note("") // changes were lost: maybe some of the draft's
+				tl.note("", "") // changes were lost: maybe some of the draft's
 			}
 		}
 	}()
 }
 
-// note records a change by src and restarts the quiet period.
-func (tl *timeline) note(src Source) {
+// quietNames is how many of those who made the changes of a quiet
+// period its checkpoint's author names.
+const quietNames = 4
+
+// note records a change by src (who within it: by) and restarts the
+// quiet period.
+func (tl *timeline) note(src Source, by string) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	if tl.closed {
@@ -177,6 +191,9 @@ func (tl *timeline) note(src Source) {
 	tl.pending = true
 	if src != "" {
 		tl.src = src
+	}
+	if by != "" && len(tl.by) < quietNames && !slices.Contains(tl.by, by) {
+		tl.by = append(tl.by, by)
 	}
 	if tl.timer == nil {
 		tl.timer = time.AfterFunc(tl.quiet, tl.quietEnded)
@@ -197,7 +214,7 @@ func (tl *timeline) quietEnded() {
 	}
 	// No one waits for this checkpoint: a failure is told by the
 	// timeline's next reader (Draft.Timeline).
-	_, tl.failed = tl.checkpointLocked(Author{Source: src}, "", 0)
+	_, tl.failed = tl.checkpointLocked(Author{Source: src, Name: strings.Join(tl.by, ", ")}, "", 0)
 }
 
 func (tl *timeline) close() {
@@ -253,8 +270,8 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 	if tl.timer != nil {
 		tl.timer.Stop()
 	}
-	tl.pending = false
-	st, err := tl.capture()
+	tl.pending, tl.by = false, nil
+	st, logEnd, err := tl.capture()
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +287,7 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 	if hash == tl.lastHash && rewound == 0 || tl.lastID == 0 && len(st.Entries) == 0 {
 		return nil, nil // nothing changed since the last checkpoint, or ever
 	}
-	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, Hash: hash}
+	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, LogEnd: logEnd, Hash: hash}
 	if cp.State, err = tl.chunks.put(b); err != nil {
 		return nil, err
 	}
@@ -296,9 +313,18 @@ func (tl *timeline) cpPath(id uint64) string {
 	return filepath.Join(tl.dir, "cp", strconv.FormatUint(id, 10)+".json")
 }
 
-// capture reads the draft's state: its metadata under d.mu, then the
-// content of the data files that changed since the last look.
-func (tl *timeline) capture() (*cpState, error) {
+// capture reads the draft's state: its metadata under d.mu, with the
+// length of the log then, then the content of the data files that
+// changed since the last look.
+func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
+	st, logEnd, err := tl.captureMeta()
+	if err != nil {
+		return nil, 0, err
+	}
+	return st, logEnd, tl.captureData(st)
+}
+
+func (tl *timeline) captureMeta() (*cpState, uint64, error) {
 	d := tl.d
 	d.mu.RLock()
 	eb, err := json.Marshal(d.entries)
@@ -306,18 +332,29 @@ func (tl *timeline) capture() (*cpState, error) {
 	if err == nil {
 		ib, err = json.Marshal(d.inodes)
 	}
+	var logEnd uint64
+	if err == nil {
+		logEnd, err = d.st.logLen()
+	}
 	next := d.nextIno
 	d.mu.RUnlock()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	st := &cpState{NextIno: next, Data: map[uint64]*cpData{}, Blobs: map[string][]string{}}
 	if err := json.Unmarshal(eb, &st.Entries); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := json.Unmarshal(ib, &st.Inodes); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	return st, logEnd, nil
+}
+
+// captureData reads the content of st's data files and kept bases into
+// the chunk store.
+func (tl *timeline) captureData(st *cpState) error {
+	d := tl.d
 	for ino, n := range st.Inodes {
 		if !n.Data {
 			continue
@@ -327,7 +364,7 @@ func (tl *timeline) capture() (*cpState, error) {
 			continue // dropped since the metadata was read
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		st.Data[ino] = cd
 	}
@@ -341,13 +378,13 @@ func (tl *timeline) capture() (*cpState, error) {
 		}
 		b, err := os.ReadFile(d.blobPath(e.Base.Hash))
 		if err != nil {
-			return nil, fmt.Errorf("overlay: checkpoint: base %s: %w", e.Base.Hash, err)
+			return fmt.Errorf("overlay: checkpoint: base %s: %w", e.Base.Hash, err)
 		}
 		if st.Blobs[e.Base.Hash], err = tl.chunks.put(b); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // content returns a data file's content in the chunk store.

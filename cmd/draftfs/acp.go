@@ -92,7 +92,7 @@ is not isolated).`,
 				if agentName == "" {
 					agentName = commandName(a)
 				}
-				return step(overlay.Author{Source: overlay.SourceACP, Name: agentName, Session: session}, "session/prompt")
+				return step(overlay.Author{Source: overlay.SourceACP, Name: agentName, Session: session}, "session/prompt", a)
 			},
 			Terminal: func(dir, draft string) (string, []string) {
 				args := []string{"--workspace", dir, "--draft", draft}
@@ -115,7 +115,7 @@ is not isolated).`,
 func acpAgent(cfg *config, agent []string) (argv []string, step stepFunc, stop func() error, err error) {
 	if cfg.insideRun() {
 		// The run around it is the step.
-		return agent, func(overlay.Author, string) func() { return func() {} }, func() error { return nil }, nil
+		return agent, func(overlay.Author, string, []string) func() { return func() {} }, func() error { return nil }, nil
 	}
 	dir := runDir(cfg)
 	if dir == "" {

@@ -69,7 +69,7 @@ type timelineStep struct {
 	Author struct{ Source, Name, Session string }
 	Label  string
 	Files  []string
-	Ops    []struct{ Op, Path, Source string }
+	Ops    []struct{ Op, Path, Source, By string }
 }
 
 func (f *fixture) timeline() []timelineStep {

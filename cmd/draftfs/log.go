@@ -29,8 +29,10 @@ time (UTC), author (the source: mount, acp, mcp, cli or editor, and the
 command, agent or client when known), the files it changed and a +N -M
 count of the lines added and deleted. Under each, oldest first, the
 changes it holds: each write, creation, deletion and rename, and each
-commit, discard and undo, with time and source. Changes made since the
-last checkpoint come first.
+commit, discard and undo, with time, source and who made it ("by"):
+through the mount, the command line of the process that made it, or
+for any process of a draftfs run (or of an ACP agent) the command the
+run started. Changes made since the last checkpoint come first.
 
 -p shows each checkpoint's diff from the one before (draftfs diff A..B
 compares any two; draftfs rewind ID puts the draft back as it was right
@@ -38,7 +40,7 @@ after one).
 
 --json prints an array of {"id", "time", "author": {"source", "name"?,
 "session"?}, "label"?, "files", "added", "deleted", "rewound"?, "ops":
-[{"time", "op", "path"?, "from"?, "paths"?, "source"}]}, newest first; an
+[{"time", "op", "path"?, "from"?, "paths"?, "source", "by"?}]}, newest first; an
 element with id 0 holds the changes since the last checkpoint.`,
 	Example: `  draftfs log
   draftfs log -p
@@ -97,8 +99,12 @@ type step struct {
 }
 
 // logSteps files the log's entries (oldest first) under the checkpoints
-// (newest first) they belong to: the first checkpoint made at or after
-// them. Entries after the last checkpoint go in a step with id 0, first.
+// (newest first) whose state holds them: entry i under the oldest
+// checkpoint whose LogEnd is past i, so a change finished late (a write
+// whose front end answered after the step's checkpoint was read) goes
+// with the state that holds it. A checkpoint made before checkpoints
+// recorded LogEnd takes the entries made before it. Entries after the
+// last checkpoint go in a step with id 0, first.
 func logSteps(cps []overlay.Checkpoint, entries []overlay.LogEntry) []step {
 	out := make([]step, 0, len(cps)+1)
 	for _, cp := range cps {
@@ -106,12 +112,12 @@ func logSteps(cps []overlay.Checkpoint, entries []overlay.LogEntry) []step {
 		out = append(out, step{Checkpoint: cp, Ops: []overlay.LogEntry{}})
 	}
 	var pending []overlay.LogEntry
-	for _, e := range entries {
-		// The oldest checkpoint made at or after e.
+	for i, e := range entries {
 		at := -1
-		for i := len(out) - 1; i >= 0; i-- {
-			if !out[i].Time.Before(e.Time) {
-				at = i
+		for j := len(out) - 1; j >= 0; j-- {
+			cp := out[j]
+			if cp.LogEnd > uint64(i) || cp.LogEnd == 0 && !cp.Time.Before(e.Time) {
+				at = j
 				break
 			}
 		}
@@ -161,6 +167,9 @@ func printLog(w io.Writer, entries []overlay.LogEntry, indent string) {
 			if len(e.Paths) > logPaths {
 				what += ", ..."
 			}
+		}
+		if e.By != "" {
+			what += "  by " + e.By
 		}
 		fmt.Fprintf(w, "%s%s  %-6s  %-8s  %s\n", indent, e.Time.UTC().Format(time.DateTime), e.Source, e.Op, what)
 	}

@@ -43,7 +43,7 @@ while it runs, so draftfs status and editors still reach it.`,
 		defer closeFiles()
 		s, err := mcp.New(f, mcp.Options{Dirs: dirs, Version: version(), Log: os.Stderr,
 			Step: func(client, label string) func() {
-				return step(overlay.Author{Source: overlay.SourceMCP, Name: client}, label)
+				return step(overlay.Author{Source: overlay.SourceMCP, Name: client}, label, nil)
 			}})
 		if err != nil {
 			return err

@@ -165,7 +165,8 @@ func runContained(cfg *config, args []string, interactive bool) (int, error) {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	// Ended before the mount goes (defers run last first).
-	defer step(runAuthor(args))()
+	author, label := runAuthor(args)
+	defer step(author, label, args)()
 	if err := c.Start(); err != nil {
 		return 0, err
 	}
@@ -247,7 +248,7 @@ func runMount(cfg *config) (dir string, stop func() error, step stepFunc, err er
 			d.Close()
 			return "", nil, nil, err
 		}
-		return dir, d.Close, draftStep(d.Draft()), nil
+		return dir, d.Close, draftStep(d), nil
 	}
 }
 

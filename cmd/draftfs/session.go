@@ -303,14 +303,16 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 	})
 }
 
-// stepFunc begins a step of a draft's timeline by an author; what it
+// stepFunc begins a step of a draft's timeline by an author; run, when
+// not nil, is the command this process starts (a draftfs run's, an ACP
+// agent's), whose changes through the mount are by it. What it
 // returns ends it.
-type stepFunc func(a overlay.Author, label string) (end func())
+type stepFunc func(a overlay.Author, label string, run []string) (end func())
 
 // clientStep is stepFunc over a daemon's control connection.
 func clientStep(c *control.Client, draft string) stepFunc {
-	return func(a overlay.Author, label string) func() {
-		end, err := c.BeginStep(control.StepParams{Draft: draft, Author: a, Label: label})
+	return func(a overlay.Author, label string, run []string) func() {
+		end, err := c.BeginStep(control.StepParams{Draft: draft, Author: a, Label: label, Run: run})
 		if err != nil {
 			logf("the draft's timeline: %v", err)
 			return func() {}
@@ -323,11 +325,17 @@ func clientStep(c *control.Client, draft string) stepFunc {
 	}
 }
 
-// draftStep is stepFunc over a draft opened in this process.
-func draftStep(d *overlay.Draft) stepFunc {
-	return func(a overlay.Author, label string) func() {
-		end := d.BeginStep(a, label)
+// draftStep is stepFunc over the default draft of a daemon running in
+// this process.
+func draftStep(dm *daemon.Daemon) stepFunc {
+	return func(a overlay.Author, label string, run []string) func() {
+		end := dm.Draft().BeginStep(a, label)
+		endRun := func() {}
+		if run != nil {
+			endRun = dm.Run(os.Getpid(), run)
+		}
 		return func() {
+			defer endRun()
 			if _, err := end(); err != nil {
 				logf("the draft's timeline: %v", err)
 			}
@@ -381,6 +389,6 @@ func filesOf(cfg *config, src overlay.Source) (f agent.Files, step stepFunc, clo
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return agent.NewLocal(d.Draft(), src), draftStep(d.Draft()), d.Close, nil
+		return agent.NewLocal(d.Draft(), src), draftStep(d), d.Close, nil
 	}
 }

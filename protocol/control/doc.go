@@ -35,7 +35,7 @@
 //	  author: {source, name?, session?}, label?, files, added, deleted, rewound?, state, hash}
 //	draft/diffRange {from, to, paths?} → as draft/diff, checkpoint from (0: below the draft) to to
 //	draft/rewind {checkpoint} → checkpoint (the rewind's own)
-//	draft/beginStep {author, label?} → {step}; draft/endStep {step} → checkpoint | null
+//	draft/beginStep {author, label?, run?} → {step}; draft/endStep {step} → checkpoint | null
 //	draft/gc {dryRun?} → {dryRun?, size, undo, blobs, data, freed, expired, blobsDropped}
 //	draft/mount → {mount}
 //	draft/list → [{name, changes, ignored?, mount?, default?, users?: [{pid, client?, command?}], error?}]
@@ -46,7 +46,10 @@
 // daemon's); fs/* take a "source" ("acp", "mcp") that the draft's log
 // records. Changes between draft/beginStep and draft/endStep make one
 // checkpoint of the timeline (a `draftfs run`, an ACP prompt turn, an MCP
-// tool call); a connection's steps end with it. A hunk's id names one change of one file for as long as
+// tool call); a connection's steps end with it. A step's "run" (the
+// argv a `draftfs run` started) says that until it ends, the processes
+// the client starts, and theirs, make their changes through the
+// daemon's mounts as that command (the log's "by"). A hunk's id names one change of one file for as long as
 // neither the draft nor the user's file changes (overlay.Hunk); "hunks"
 // in draft/commit and draft/discard take just those (a part of a hunk
 // by its own id), leaving the rest of the file's change in the draft; an

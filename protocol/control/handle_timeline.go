@@ -15,6 +15,11 @@ type StepParams struct {
 	Draft  string         `json:"draft,omitempty"`
 	Author overlay.Author `json:"author"`
 	Label  string         `json:"label,omitempty"`
+	// Run is the command a `draftfs run` (or the agent of `draftfs
+	// acp`) started: until the step ends, the processes the client
+	// starts, and theirs, make their changes through the daemon's
+	// mounts as this command.
+	Run []string `json:"run,omitempty"`
 }
 
 // stepResult names a step under way.
@@ -95,7 +100,17 @@ func (cn *conn) beginStep(p StepParams, d *overlay.Draft, _ overlay.Source) (any
 			return nil, err
 		}
 	}
-	return stepResult{Step: cn.steps.add(d.BeginStep(p.Author, p.Label))}, nil
+	end := d.BeginStep(p.Author, p.Label)
+	if len(p.Run) > 0 && cn.s.opts.Run != nil && cn.pid > 0 {
+		endRun, endStep := cn.s.opts.Run(cn.pid, p.Run), end
+		end = func() (*overlay.Checkpoint, error) {
+			// The step's checkpoint first: the feed may still deliver
+			// changes its processes made.
+			defer endRun()
+			return endStep()
+		}
+	}
+	return stepResult{Step: cn.steps.add(end)}, nil
 }
 
 func (cn *conn) endStep(_ context.Context, req *jsonrpc2.Request) (any, error) {

@@ -36,6 +36,10 @@ type ServerOptions struct {
 	// request), so draft/list names its process as the default draft's
 	// user.
 	Daemon bool
+	// Run says that the processes process pid starts, and theirs, make
+	// their changes through the mounts as command until end (a step's
+	// Run). Nil: a step's Run is ignored.
+	Run func(pid int, command []string) (end func())
 	// Logf reports what the daemon's user should know about: refused
 	// peers, dropped clients, failed notifications. Nil: discarded.
 	Logf func(format string, args ...any)

@@ -1,0 +1,101 @@
+//go:build linux
+
+package daemon
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// children are the pids of pid's children.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		n, _ := strconv.Atoi(f)
+		out = append(out, n)
+	}
+	return out
+}
+
+func start(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(args[0], args[1:]...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
+}
+
+// TestAuthors: the processes a registered run starts, and theirs, are by
+// the run's command; others by their own command line; a process is
+// read from /proc once, and forgotten once it exited.
+func TestAuthors(t *testing.T) {
+	a := newAuthors()
+	defer a.close()
+	end := a.run(os.Getpid(), []string{"/usr/local/bin/claude", "--resume"})
+	sh := start(t, "sh", "-c", "sleep 30 & wait")
+	var sleep int
+	for deadline := time.Now().Add(10 * time.Second); sleep == 0; {
+		if c := children(t, sh.Process.Pid); len(c) > 0 {
+			sleep = c[0]
+		} else if time.Now().After(deadline) {
+			t.Fatal("sh started no sleep")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The child first, so that the grandchild finds its parent known.
+	for _, pid := range []int{sleep, sh.Process.Pid} {
+		if got := a.of(uint32(pid)); got != "claude --resume" {
+			t.Errorf("pid %d is by %q, want the run's command", pid, got)
+		}
+	}
+	end()
+
+	plain := start(t, "sleep", "31")
+	if got := a.of(uint32(plain.Process.Pid)); got != "sleep 31" {
+		t.Errorf("a process outside any run is by %q, want its command line", got)
+	}
+	// Known now: the answer comes from the cache, not /proc, so it holds
+	// while the process lives...
+	a.mu.Lock()
+	a.procs[plain.Process.Pid].who = "cached"
+	a.mu.Unlock()
+	if got := a.of(uint32(plain.Process.Pid)); got != "cached" {
+		t.Errorf("a known process is by %q, want the cached answer", got)
+	}
+	// ...and no longer once it exited: its pid may be another's now.
+	plain.Process.Kill()
+	plain.Wait()
+	if got := a.of(uint32(plain.Process.Pid)); got == "cached" {
+		t.Errorf("an exited process's pid is still by its old author")
+	}
+	a.mu.Lock()
+	_, kept := a.procs[plain.Process.Pid]
+	a.mu.Unlock()
+	if kept {
+		t.Errorf("an exited process is still known")
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/usr/bin/sh", "-c", "make test"}, "sh -c make test"},
+		{[]string{"claude"}, "claude"},
+		{nil, ""},
+		{[]string{"x", strings.Repeat("é", 80)}, "x " + strings.Repeat("é", 47) + "..."},
+	} {
+		if got := CommandLine(c.args); got != c.want {
+			t.Errorf("CommandLine(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
