@@ -105,6 +105,7 @@ func Start(opts Options) (*Daemon, error) {
 		Mount:      func(draft string) (string, error) { return d.Mount(draft, "") },
 		Daemon:     true,
 		Run:        d.Run,
+		Who:        ownCommand,
 		Logf:       opts.Logf,
 	})
 	if d.l, err = control.Listen(d.socket); err != nil {

@@ -39,6 +39,9 @@ type DiffOptions struct {
 	Keys []string // below these paths (nil: all)
 	// Ignored: give the patches of what git ignores too.
 	Ignored bool
+	// Annotate each hunk with the checkpoint and author that last
+	// wrote it (annotate.go).
+	Annotate bool
 }
 
 // Diff returns the draft's changes below keys (all when none) as
@@ -95,6 +98,11 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 	if len(dirs) > 0 {
 		out = append(out, dirs...)
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	}
+	if opts.Annotate {
+		if err := d.annotate(out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

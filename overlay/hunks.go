@@ -54,6 +54,9 @@ type Hunk struct {
 	// Parts are the smaller hunks a hunk splits into (`git add -p`'s s),
 	// when it has more than one change.
 	Parts []Hunk `json:"parts,omitempty"`
+	// Annotation says which checkpoint last wrote the hunk, and who
+	// (DiffOptions.Annotate; nil when nothing in the timeline did).
+	Annotation *Annotation `json:"annotation,omitempty"`
 }
 
 // sides are the two texts of a file's diff whose hunks can be taken one

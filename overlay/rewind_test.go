@@ -124,6 +124,16 @@ func TestRewind(t *testing.T) {
 	if s := diffSnapshots(snaps[0], viewSnapshot(t, d.Fs(SourceCLI))); s != "" {
 		t.Fatalf("after rewind to %d:\n%s", first, s)
 	}
+	// The rewind's own diff shows the directory renamed back.
+	diffs, err := d.DiffCheckpoints(cp.ID-1, cp.ID)
+	must(t, err)
+	renamedBack := false
+	for _, fd := range diffs {
+		renamedBack = renamedBack || fd.Path == "dir/" && fd.From == "dir2" && fd.Change == StatusRenamed && strings.Contains(fd.Patch, "rename from dir2\nrename to dir\n")
+	}
+	if !renamedBack {
+		t.Errorf("the rewind's diff does not rename dir2 back to dir: %+v", diffs)
+	}
 	// The rewind is a step: rewinding to the one before it (the third)
 	// brings the later state back.
 	if _, err := d.Rewind(tlA[0].ID, Author{Source: SourceCLI}); err != nil {

@@ -270,6 +270,12 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 	if tl.timer != nil {
 		tl.timer.Stop()
 	}
+	if src, by := a.Source.split(); by != "" {
+		a.Source = src
+		if a.Name == "" {
+			a.Name = by
+		}
+	}
 	tl.pending, tl.by = false, nil
 	st, logEnd, err := tl.capture()
 	if err != nil {
@@ -700,8 +706,13 @@ func (d *Draft) DiffCheckpoints(a, b uint64, keys ...string) ([]FileDiff, error)
 		}
 		ea, eb := sa.Entries[k], sb.Entries[k]
 		if eb != nil && eb.Kind == kindDir && eb.Origin != "" && (ea == nil || ea.Origin != eb.Origin) {
-			out = append(out, FileDiff{Path: k + "/", From: eb.Origin, Change: StatusRenamed,
-				Patch: fmt.Sprintf("diff --git a/%s b/%s\nrename from %s\nrename to %s\n", eb.Origin, k, eb.Origin, k)})
+			out = append(out, dirRename(eb.Origin, k))
+			continue
+		}
+		if back := movedBack(sa, sb, k); back != "" {
+			// Renamed back to where it came from (a rewind, a second
+			// rename): the origin shows the directory again.
+			out = append(out, dirRename(k, back))
 			continue
 		}
 		old, oldExists := tl.sideOf(sa, ea, sb, eb)
@@ -728,6 +739,29 @@ func (d *Draft) DiffCheckpoints(a, b uint64, keys ...string) ([]FileDiff, error)
 		out = append(out, fd)
 	}
 	return out, nil
+}
+
+// dirRename is the diff of a directory renamed from one path to another.
+func dirRename(from, to string) FileDiff {
+	return FileDiff{Path: to + "/", From: from, Change: StatusRenamed,
+		Patch: fmt.Sprintf("diff --git a/%s b/%s\nrename from %s\nrename to %s\n", from, to, from, to)}
+}
+
+// movedBack is where the directory renamed to k at state a went back
+// to at state b: its origin, shown again by what is below the draft;
+// "" when it did not.
+func movedBack(a, b *cpState, k string) string {
+	ea, eb := a.Entries[k], b.Entries[k]
+	if ea == nil || ea.Kind != kindDir || ea.Origin == "" || eb != nil && eb.Origin == ea.Origin {
+		return ""
+	}
+	if eo := b.Entries[ea.Origin]; eo != nil && (eo.Kind == kindWhiteout || eo.Opaque) {
+		return "" // the origin is gone or replaced: k was deleted
+	}
+	if eb != nil && eb.Kind != kindWhiteout {
+		return "" // something else is at k now
+	}
+	return ea.Origin
 }
 
 // sideOf is a path's content at state st where its entry is e (other,

@@ -18,10 +18,11 @@ var (
 	flagDiffColor   string
 	flagDiffIgnored bool
 	flagDiffJSON    bool
+	flagDiffAnnot   bool
 )
 
 var diffCmd = &cobra.Command{
-	Use:   "diff [--stat | --json] [--ignored] [--color=auto|always|never] [A..B] [PATH...]",
+	Use:   "diff [--stat | --json] [--annotate] [--ignored] [--color=auto|always|never] [A..B] [PATH...]",
 	Short: "Show the draft's changes as a unified diff",
 	Long: `Shows the draft's changes (all, or below each PATH) as a unified diff with
 git-style headers (--- a/path, +++ b/path), from what you have now (the
@@ -42,6 +43,16 @@ it splits into), and its id is what draftfs commit --hunk and draftfs
 discard --hunk take. An id stays the same while neither the draft nor
 your file changes.
 
+--annotate marks each hunk with the checkpoint of the draft's timeline
+(draftfs log) that last wrote its lines, and who: a "# checkpoint N,
+AUTHOR" line before it (before the file's header for a change taken
+whole), where AUTHOR is the source and the process (its command line;
+for a draftfs run's processes, the command the run started), the ACP
+agent and session or the MCP client; "# since the last checkpoint" for
+changes not in one yet. With --json each hunk gets "annotation":
+{"checkpoint", "author": {"source", "name"?, "session"?}} (checkpoint 0:
+not in one yet), absent when nothing in the timeline wrote it.
+
 A..B as the first argument compares two checkpoints of the draft's
 timeline (ids from draftfs log; ..B: from what is below the draft):
 what the draft changed from right after A to right after B.
@@ -53,6 +64,7 @@ what the draft changed from right after A to right after B.
   draftfs diff src/main.go | less -R
   draftfs diff --color=always | less -R
   draftfs diff 3..7
+  draftfs diff --annotate src/main.go
   draftfs diff --json src/main.go | jq -r '.[].hunks[].id'`,
 	ValidArgsFunction: completeChanged,
 	RunE: func(cmd *cobra.Command, a []string) error {
@@ -77,6 +89,9 @@ what the draft changed from right after A to right after B.
 				a = a[1:]
 			}
 		}
+		if ranged && flagDiffAnnot {
+			return usagef("--annotate marks the draft's hunks now; it does not go with A..B (draftfs log -p shows each checkpoint's own diff)")
+		}
 		s, paths, err := connectFor(a, readOnly)
 		if err != nil {
 			return err
@@ -86,7 +101,7 @@ what the draft changed from right after A to right after B.
 		if ranged {
 			diffs, err = s.DiffRange(control.RangeParams{Draft: s.cfg.draft, From: from, To: to, Paths: paths})
 		} else {
-			diffs, err = s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths, Ignored: flagDiffIgnored})
+			diffs, err = s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths, Ignored: flagDiffIgnored, Annotate: flagDiffAnnot})
 		}
 		if err != nil {
 			return err
@@ -118,7 +133,11 @@ what the draft changed from right after A to right after B.
 					// skip text.
 					fmt.Fprintf(w, "# merged: you changed %s too; this is what commit writes, your changes and the draft's combined\n", d.Path)
 				}
-				printPatch(w, d.Patch, color)
+				patch := d.Patch
+				if flagDiffAnnot {
+					patch = annotatedPatch(d)
+				}
+				printPatch(w, patch, color)
 			}
 		}
 		return w.Flush()
@@ -129,9 +148,45 @@ func init() {
 	diffCmd.Flags().BoolVar(&flagDiffStat, "stat", false, "print a diffstat instead of the diff")
 	diffCmd.Flags().BoolVar(&flagDiffJSON, "json", false, "print the changes and their hunks (with the ids commit --hunk takes) as JSON")
 	diffCmd.Flags().StringVar(&flagDiffColor, "color", "auto", "colour the output: auto, always or never")
+	diffCmd.Flags().BoolVar(&flagDiffAnnot, "annotate", false, "mark each hunk with the checkpoint and author that last wrote it")
 	diffCmd.Flags().BoolVar(&flagDiffIgnored, "ignored", false, "show changes to what git ignores (and .git/) too")
 	diffCmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(diffCmd)
+}
+
+// annotatedPatch is a file's patch with a "# checkpoint N, AUTHOR" line
+// before each hunk (before the header for a change taken whole).
+func annotatedPatch(d overlay.FileDiff) string {
+	if len(d.Hunks) == 0 {
+		return d.Patch
+	}
+	if d.Hunks[0].Whole {
+		return annotation(d.Hunks[0].Annotation) + d.Patch
+	}
+	var b strings.Builder
+	i := 0
+	for _, line := range strings.SplitAfter(d.Patch, "\n") {
+		if strings.HasPrefix(line, "@@") && i < len(d.Hunks) {
+			b.WriteString(annotation(d.Hunks[i].Annotation))
+			i++
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// annotation is the line that says who last wrote a hunk.
+func annotation(a *overlay.Annotation) string {
+	switch {
+	case a == nil:
+		return "# not written by a step of the draft's timeline\n"
+	case a.Checkpoint == 0 && a.Author.Source == "":
+		return "# since the last checkpoint\n"
+	case a.Checkpoint == 0:
+		return fmt.Sprintf("# since the last checkpoint, %s\n", a.Author)
+	default:
+		return fmt.Sprintf("# checkpoint %d, %s\n", a.Checkpoint, a.Author)
+	}
 }
 
 // ANSI colours, as git uses them.

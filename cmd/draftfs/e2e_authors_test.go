@@ -102,6 +102,16 @@ func TestAuthorsPerProcess(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// diff --annotate names them too, hunk by hunk.
+	annotated := f.annotations()
+	for p, w := range want {
+		if p == "dir" {
+			continue // a directory made: no hunk
+		}
+		if got := annotated[p]; !strings.HasSuffix(got, " mount "+w) {
+			t.Errorf("diff --annotate --json: %s last written by %q, want by mount %s", p, got, w)
+		}
+	}
 	// The plain log shows them too.
 	if out := f.ok("log").out; !strings.Contains(out, "tee.txt  by tee ") || !strings.Contains(out, "b.txt  by "+daemon.CommandLine(runB)) {
 		t.Errorf("draftfs log does not say who wrote tee.txt and b.txt:\n%s", out)

@@ -72,6 +72,37 @@ type timelineStep struct {
 	Ops    []struct{ Op, Path, Source, By string }
 }
 
+// annotations maps each path of draftfs diff --annotate --json to its
+// hunks' annotations ("CHECKPOINT SOURCE NAME", joined by "; ").
+func (f *fixture) annotations() map[string]string {
+	f.t.Helper()
+	var diffs []struct {
+		Path  string
+		Hunks []struct {
+			Annotation *struct {
+				Checkpoint uint64
+				Author     struct{ Source, Name string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(f.ok("diff", "--annotate", "--json").out), &diffs); err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range diffs {
+		var hs []string
+		for _, h := range d.Hunks {
+			if a := h.Annotation; a != nil {
+				hs = append(hs, fmt.Sprintf("%d %s %s", a.Checkpoint, a.Author.Source, a.Author.Name))
+			} else {
+				hs = append(hs, "none")
+			}
+		}
+		out[d.Path] = strings.Join(hs, "; ")
+	}
+	return out
+}
+
 func (f *fixture) timeline() []timelineStep {
 	f.t.Helper()
 	var steps []timelineStep
@@ -130,9 +161,30 @@ func TestTimelineRewind(t *testing.T) {
 		t.Errorf("log:\n%s", r.out)
 	}
 
+	// Each change names the step that last wrote it, and who.
+	runCmd := "sh -c echo a1 >> a.txt; echo n > dir/new.txt; rm gone.txt"
+	wantBy := map[string]string{
+		"a.txt":        "2 acp draftfs-test-agent",
+		"dir2/new.txt": "3 mcp test-mcp-client",
+		"gone.txt":     "1 mount " + runCmd,
+	}
+	annotated := f.annotations()
+	for p, w := range wantBy {
+		if annotated[p] != w {
+			t.Errorf("diff --annotate --json: %s last written by %q, want %q", p, annotated[p], w)
+		}
+	}
+	if r := f.ok("diff", "--annotate"); !strings.Contains(r.out, "# checkpoint 2, acp draftfs-test-agent (session ") || !strings.Contains(r.out, "# checkpoint 1, mount "+runCmd+"\ndiff --git a/gone.txt") {
+		t.Errorf("diff --annotate:\n%s", r.out)
+	}
+
 	f.ok("rewind", "1")
 	if s := f.viewSnapshot(); s != afterRun {
 		t.Fatalf("after rewind 1:\n%s\nwant\n%s", s, afterRun)
+	}
+	// The rewind's own step shows what it did: dir2 renamed back.
+	if r := f.ok("log", "-p"); !strings.Contains(r.out, "rename from dir2\nrename to dir\n") {
+		t.Errorf("log -p after rewind 1 does not show dir2 renamed back:\n%s", r.out)
 	}
 	f.ok("rewind", "2")
 	if s := f.viewSnapshot(); s != afterACP {

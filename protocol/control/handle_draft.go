@@ -102,6 +102,11 @@ func onDraft[P draftRequest](how access, op func(*conn, P, *overlay.Draft, overl
 		if err != nil {
 			return nil, err
 		}
+		if how != fsWrites {
+			// Review methods: by the editor or the command. An agent's
+			// fs/* writes are by the agent its steps name.
+			src = cn.author(src, source == "")
+		}
 		open := cn.s.draft
 		if how == reads {
 			open = cn.s.existingDraft
@@ -212,7 +217,7 @@ func (s *Server) diffs(p PathsParams, d *overlay.Draft) ([]overlay.FileDiff, err
 	if err != nil {
 		return nil, err
 	}
-	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored})
+	diffs, err := d.DiffWith(overlay.DiffOptions{Keys: keys, Ignored: p.Ignored, Annotate: p.Annotate})
 	if diffs == nil && err == nil {
 		diffs = []overlay.FileDiff{}
 	}

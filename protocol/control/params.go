@@ -109,6 +109,9 @@ type PathsParams struct {
 	Paths []string `json:"paths,omitempty"`
 	// Ignored: draft/diff gives the patches of what git ignores too.
 	Ignored bool `json:"ignored,omitempty"`
+	// Annotate: draft/diff says, for each hunk, which checkpoint last
+	// wrote it and who (overlay.Annotation).
+	Annotate bool `json:"annotate,omitempty"`
 }
 
 // ReadParams name a file of the merged view.

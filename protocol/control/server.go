@@ -40,6 +40,10 @@ type ServerOptions struct {
 	// their changes through the mounts as command until end (a step's
 	// Run). Nil: a step's Run is ignored.
 	Run func(pid int, command []string) (end func())
+	// Who names the peer process pid (its command line): changes a
+	// client that sent no initialize makes through the review methods
+	// (commit, discard, undo, rewind) are logged as by it. Nil: not named.
+	Who func(pid int) string
 	// Logf reports what the daemon's user should know about: refused
 	// peers, dropped clients, failed notifications. Nil: discarded.
 	Logf func(format string, args ...any)
@@ -266,6 +270,10 @@ type conn struct {
 
 	pid int // read only: the peer process, 0 when unknown
 
+	// who names the peer (ServerOptions.Who), once asked.
+	whoOnce sync.Once
+	who     string
+
 	usesMu sync.Mutex      // protects the following
 	client string          // the clientInfo name of initialize
 	uses   map[string]bool // the drafts it worked in through fs/*
@@ -281,6 +289,26 @@ type conn struct {
 
 	// steps are the timeline steps the connection began.
 	steps steps
+}
+
+// author is src naming who on cn made a change through a review method:
+// an editor (a client that sent initialize) by its clientInfo name, and
+// as the editor when the request named no source (unnamed); any other
+// client (a draftfs command) by its peer's command line.
+func (cn *conn) author(src overlay.Source, unnamed bool) overlay.Source {
+	if cn.editor.Load() {
+		if unnamed {
+			src = overlay.SourceEditor
+		}
+		cn.usesMu.Lock()
+		defer cn.usesMu.Unlock()
+		return src.By(cn.client)
+	}
+	if cn.s.opts.Who == nil || cn.pid <= 0 {
+		return src
+	}
+	cn.whoOnce.Do(func() { cn.who = cn.s.opts.Who(cn.pid) })
+	return src.By(cn.who)
 }
 
 // own makes cn, when an editor, the owner of the buffer at key (open),
