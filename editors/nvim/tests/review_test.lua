@@ -216,6 +216,16 @@ T.case(':DraftCommit [path] and :DraftDiscard [path]', function()
   vim.cmd('DraftCommit p-a.txt')
   T.noted('committed 1 change')
   T.eq('A\n', T.read_file(ws .. '/p-a.txt'), 'the committed file')
+  -- The draft's log says the editor committed it.
+  local log = probe:call('draft/log', {})
+  local commit
+  for _, e in ipairs(log) do
+    if e.op == 'commit' then
+      commit = e
+    end
+  end
+  T.eq('editor', commit and commit.source, 'the source of the commit in the log')
+  T.eq('draftfs.nvim', commit and commit.by, 'who committed, in the log')
   T.eq('b\n', T.read_file(ws .. '/p-b.txt'), 'the other file')
   local buf = edit('p-b.txt', 'b\n')
   T.eq(buf, api.nvim_get_current_buf(), 'the current buffer')
