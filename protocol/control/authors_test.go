@@ -3,13 +3,14 @@ package control
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/draftfs/draftfs/overlay"
 )
 
 // TestReviewAuthors: a review method is logged as by who called it: an
-// editor (a client that sent initialize) as the editor, by its name; a
+// editor (a client that pushed buffers) as the editor, by its name; a
 // command by its command line (ServerOptions.Who); an agent's fs/*
 // writes keep their source and name no one.
 func TestReviewAuthors(t *testing.T) {
@@ -27,6 +28,7 @@ func TestReviewAuthors(t *testing.T) {
 	cli, editor := connect(), connect()
 	_, err = editor.Initialize(InitializeParams{ClientInfo: Implementation{Name: "test-editor"}})
 	must(t, err)
+	must(t, editor.OpenBuffer(DidOpenParams{Path: filepath.Join(ws.Root(), "c.txt"), Version: 1, Text: "c\n"}))
 	f, err := NewFiles(connect(), "", overlay.SourceMCP)
 	must(t, err)
 	must(t, f.WriteFile("a.txt", []byte("a\n"), 0o644))

@@ -283,6 +283,9 @@ type conn struct {
 	// its unsaved text is gone with it. Buffers opened by plain scripts
 	// (`draftfs buffer open`) stay until closed.
 	editor atomic.Bool
+	// pushed: the editor pushed buffers, so it is an editor, not one of
+	// draftfs's own front ends (which initialize too).
+	pushed atomic.Bool
 
 	// agent: the connection came through the agent socket (read only).
 	agent bool
@@ -292,17 +295,19 @@ type conn struct {
 }
 
 // author is src naming who on cn made a change through a review method:
-// an editor (a client that sent initialize) by its clientInfo name, and
-// as the editor when the request named no source (unnamed); any other
-// client (a draftfs command) by its peer's command line.
+// an editor (a client that pushed buffers) as the editor when the
+// request named no source (unnamed); a client that sent initialize by
+// its clientInfo name; any other (a draftfs command) by its peer's
+// command line.
 func (cn *conn) author(src overlay.Source, unnamed bool) overlay.Source {
-	if cn.editor.Load() {
-		if unnamed {
-			src = overlay.SourceEditor
-		}
-		cn.usesMu.Lock()
-		defer cn.usesMu.Unlock()
-		return src.By(cn.client)
+	if cn.pushed.Load() && unnamed {
+		src = overlay.SourceEditor
+	}
+	cn.usesMu.Lock()
+	client := cn.client
+	cn.usesMu.Unlock()
+	if client != "" {
+		return src.By(client)
 	}
 	if cn.s.opts.Who == nil || cn.pid <= 0 {
 		return src
@@ -321,6 +326,7 @@ func (cn *conn) own(key string, open bool) {
 	case !open:
 		delete(s.owners, key)
 	case cn.editor.Load():
+		cn.pushed.Store(true)
 		if s.owners == nil {
 			s.owners = map[string]*conn{}
 		}
