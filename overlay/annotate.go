@@ -174,6 +174,8 @@ func lastBy(key string, log []LogEntry, from, end uint64, a Author, attrs bool) 
 			continue
 		}
 		switch {
+		case e.By != "" && e.By == a.Name:
+			return a, true // the step's own agent, through the mount
 		case e.By != "":
 			return Author{Source: e.Source, Name: e.By}, true
 		case e.Source == a.Source:

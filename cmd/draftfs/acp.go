@@ -92,7 +92,9 @@ is not isolated).`,
 				if agentName == "" {
 					agentName = commandName(a)
 				}
-				return step(overlay.Author{Source: overlay.SourceACP, Name: agentName, Session: session}, "session/prompt", a)
+				// The agent's own file I/O goes through the mount: by
+				// the agent, named as the step is.
+				return step(overlay.Author{Source: overlay.SourceACP, Name: agentName, Session: session}, "session/prompt", []string{agentName})
 			},
 			Terminal: func(dir, draft string) (string, []string) {
 				args := []string{"--workspace", dir, "--draft", draft}
