@@ -33,5 +33,9 @@ func (e mountEnv) Reopen()                { e.m.remount(e.t) }
 func (e mountEnv) Settle() bool           { return e.m.ws.Settle(time.Minute) }
 func (e mountEnv) Buffers() *buffers.Set  { return e.m.ws.Buffers() }
 
+// PinsOpenFiles: in passthrough mode a read-only descriptor reads the
+// file it opened (README, "The mount's two modes").
+func (e mountEnv) PinsOpenFiles() bool { return e.m.passthrough }
+
 // DiskLag: the daemon learns of disk changes by file watching.
 func (e mountEnv) DiskLag() time.Duration { return time.Minute }

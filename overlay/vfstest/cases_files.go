@@ -50,6 +50,9 @@ var fileCases = []Case{
 		Name: "read-only handle opened before another handle writes",
 		Tree: map[string]string{"f": "old text"},
 		Run: func(t *testing.T, e Env) {
+			if pins(e) {
+				t.Skip("a read-only handle keeps the file it opened here (Pinning)")
+			}
 			ro, err := e.FS().Open("f")
 			Must(t, err)
 			defer ro.Close()
@@ -232,8 +235,8 @@ var fileCases = []Case{
 			did(bufs.Open("g", 1, []byte("buffer g")))
 			b, err := io.ReadAll(r)
 			Must(t, err)
-			if string(b) != "buffer g" {
-				t.Fatalf("a handle opened before the buffer reads %q", b)
+			if want := "buffer g"; string(b) != want && !(pins(e) && string(b) == "disk g") {
+				t.Fatalf("a handle opened before the buffer reads %q, want %q", b, want)
 			}
 			// The first write copies up from the buffer.
 			f, err := e.FS().OpenFile("f", os.O_WRONLY|os.O_APPEND, 0)

@@ -77,6 +77,22 @@ type Lagging interface {
 	DiskLag() time.Duration
 }
 
+// Pinning is an Env where a handle opened read-only keeps reading the
+// file it opened when the path's content moves to another file (a first
+// write copying it into the draft, an editor buffer shadowing it): a
+// mount in passthrough mode, as on a local disk whose file was replaced
+// by a rename (README, "The mount's two modes"). Such an Env is not
+// asked what a handle opened before such a change reads.
+type Pinning interface {
+	PinsOpenFiles() bool
+}
+
+// pins reports whether e is a Pinning Env that pins.
+func pins(e Env) bool {
+	p, ok := e.(Pinning)
+	return ok && p.PinsOpenFiles()
+}
+
 // Case is one behaviour, checked on a fresh workspace holding Tree
 // (see WriteTree).
 type Case struct {
