@@ -1,0 +1,335 @@
+//go:build linux
+
+package overlay
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
+)
+
+// lowerFile reads what a path held in the lower layers when it was
+// opened, read only: the editor's unsaved text while there is one (so a
+// buffer pushed after the open shows on the next read), else the disk
+// file opened with it. Once the draft copies the object up (the copy
+// keeps its inode number), reads go to the draft's copy, as they would
+// on one inode; a deletion in the draft leaves the handle reading what
+// it had, as an unlinked file does. A file only an editor has, closed
+// unsaved, leaves the handle with the text it last read.
+type lowerFile struct {
+	name  string
+	key   string // merged key, for Stat
+	lower string
+	ino   uint64 // the lower object's inode number
+	d     *Draft
+	// orphanAtOpen: a discarded or removed draft copy with ino was still
+	// open elsewhere when this handle opened.
+	orphanAtOpen bool
+
+	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
+	closed bool
+
+	src  sync.Mutex // protects the following
+	off  int64
+	disk afero.File // nil for a file that was only an editor buffer
+	text []byte     // such a file's text as last read
+	// seq is the file Read last read from (the disk file when opened)
+	// and seqOff its own offset.
+	seq    afero.File
+	seqOff int64
+	data   *os.File // the draft's copy, once there is one
+}
+
+func (f *lowerFile) Name() string { return f.name }
+
+// backing returns the OS file reads come from while no editor buffer
+// hides it.
+func (f *lowerFile) backing() (*os.File, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, false
+	}
+	switch v := f.source().(type) {
+	case *os.File:
+		return v, true
+	case afero.File:
+		return osFile(v)
+	}
+	return nil, false
+}
+
+// source is what reads come from now. Must be called with f.mu held
+// for reading.
+func (f *lowerFile) source() io.ReaderAt {
+	f.src.Lock()
+	defer f.src.Unlock()
+	return f.sourceLocked()
+}
+
+// sourceLocked is source for callers holding f.src too.
+func (f *lowerFile) sourceLocked() io.ReaderAt {
+	if f.data != nil {
+		return f.data
+	}
+	// A copy-up made since the open is followed: the draft inode keeps
+	// the lower inode number, and stays this file's after an unlink
+	// (orphaned while open). A draft copy already orphaned at the open
+	// (discarded, say) is not this handle's: the path showed the disk.
+	n, _, ok := f.d.inodeOf(f.ino)
+	if ok && f.orphanAtOpen {
+		_, ok = f.d.namedInode(f.ino)
+	}
+	if ok && n.Data {
+		if data, err := f.d.openData(f.ino, os.O_RDONLY, 0); err == nil {
+			f.data = data
+			return data
+		}
+	}
+	if s, ok := f.d.dirtyBuffer(f.lower); ok {
+		if f.disk == nil {
+			f.text = s.Text
+		}
+		return bytes.NewReader(s.Text)
+	}
+	if f.disk == nil {
+		// The buffer it was is gone: saved to disk, or closed unsaved
+		// (the file is gone then, and the handle keeps its last text).
+		disk, err := f.d.diskOpen(f.lower, os.O_RDONLY)
+		if err != nil {
+			return bytes.NewReader(f.text)
+		}
+		f.disk = disk
+	}
+	return f.disk
+}
+
+func (f *lowerFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.readAt(p, off)
+}
+
+// readAt must be called with f.mu held for reading.
+func (f *lowerFile) readAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, badHandle("read", f.name)
+	}
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: syscall.EINVAL}
+	}
+	return f.source().ReadAt(p, off)
+}
+
+// Read reads at the handle's offset. From a file it is one read(2) at
+// the file's own offset, kept in step, where ReadAt would need a second
+// call to find the end.
+func (f *lowerFile) Read(p []byte) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, badHandle("read", f.name)
+	}
+	f.src.Lock()
+	defer f.src.Unlock()
+	r := f.sourceLocked()
+	var n int
+	var err error
+	if file, ok := r.(afero.File); ok {
+		if file != f.seq || f.seqOff != f.off {
+			if _, err := file.Seek(f.off, io.SeekStart); err != nil {
+				return 0, err
+			}
+			f.seq = file
+		}
+		n, err = file.Read(p)
+		f.seqOff = f.off + int64(n)
+	} else if n, err = r.ReadAt(p, f.off); err == io.EOF && n > 0 {
+		err = nil
+	}
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *lowerFile) Seek(offset int64, whence int) (int64, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, badHandle("seek", f.name)
+	}
+	switch whence {
+	case io.SeekCurrent:
+		f.src.Lock()
+		offset += f.off
+		f.src.Unlock()
+	case io.SeekEnd:
+		fi, err := f.stat()
+		if err != nil {
+			return 0, err
+		}
+		offset += fi.Size()
+	case io.SeekStart:
+	case unix.SEEK_DATA, unix.SEEK_HOLE:
+		pos, err := f.seekData(offset, whence)
+		if err != nil {
+			return 0, err
+		}
+		offset = pos
+	default:
+		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.EINVAL}
+	}
+	if offset < 0 {
+		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.EINVAL}
+	}
+	f.src.Lock()
+	f.off = offset
+	f.src.Unlock()
+	return offset, nil
+}
+
+// seekData is lseek(2)'s SEEK_DATA and SEEK_HOLE from off: an OS file
+// knows its holes; other content (an editor's text) has none. Must be
+// called with f.mu held for reading.
+func (f *lowerFile) seekData(off int64, whence int) (int64, error) {
+	f.src.Lock()
+	r := f.sourceLocked()
+	if file, ok := r.(afero.File); ok {
+		if osf, ok := osFile(file); ok {
+			defer f.src.Unlock()
+			f.seq = nil // the descriptor's offset moves: Read seeks again
+			pos, err := unix.Seek(int(osf.Fd()), off, whence)
+			if err != nil {
+				return 0, &fs.PathError{Op: "seek", Path: f.name, Err: err}
+			}
+			return pos, nil
+		}
+	}
+	f.src.Unlock()
+	fi, err := f.stat()
+	if err != nil {
+		return 0, err
+	}
+	switch size := fi.Size(); {
+	case off < 0 || off >= size:
+		return 0, &fs.PathError{Op: "seek", Path: f.name, Err: syscall.ENXIO}
+	case whence == unix.SEEK_DATA:
+		return off, nil
+	default:
+		return size, nil
+	}
+}
+
+func (f *lowerFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return badHandle("close", f.name)
+	}
+	f.closed = true
+	var err error
+	if f.disk != nil {
+		err = f.disk.Close()
+	}
+	if f.data != nil {
+		if derr := f.data.Close(); err == nil {
+			err = derr
+		}
+	}
+	f.d.releaseFile(f.ino)
+	return err
+}
+
+func (f *lowerFile) Stat() (fs.FileInfo, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, badHandle("stat", f.name)
+	}
+	return named(f.name)(f.stat())
+}
+
+// stat describes the object the handle reads. Must be called with f.mu
+// held for reading.
+func (f *lowerFile) stat() (fs.FileInfo, error) {
+	f.source() // switches to the draft's copy if there is one now
+	f.src.Lock()
+	data := f.data
+	f.src.Unlock()
+	if data != nil {
+		return f.d.handleInfo(baseOf(f.key), f.ino, data)
+	}
+	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
+	if err == nil {
+		ino := f.ino
+		if f.disk == nil {
+			ino = 0 // an editor's file gets the disk's number once saved
+		}
+		if !f.d.lowerNamed(f.lower, ino) {
+			fi.attr.Nlink = 0 // unlinked in the draft
+		}
+		return fi, nil
+	}
+	if f.disk == nil {
+		// An editor's file, closed unsaved since: its text as last seen.
+		now := time.Now()
+		return &fileInfo{name: baseOf(f.key), size: int64(len(f.text)), mode: 0o644, mtime: now,
+			attr: Attr{Ino: f.ino, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: now, Ctime: now}}, nil
+	}
+	// Gone from the lower layers (deleted on disk): the open file still is.
+	dfi, serr := f.disk.Stat()
+	if serr != nil {
+		return nil, err
+	}
+	i := infoFrom(baseOf(f.key), f.lower, dfi)
+	i.attr.Ino = f.ino // the number it was opened under
+	i.attr.Nlink = 0
+	return i, nil
+}
+
+func (f *lowerFile) Write([]byte) (int, error)          { return 0, badHandle("write", f.name) }
+func (f *lowerFile) WriteAt([]byte, int64) (int, error) { return 0, badHandle("write", f.name) }
+func (f *lowerFile) WriteString(string) (int, error)    { return 0, badHandle("write", f.name) }
+func (f *lowerFile) Truncate(int64) error {
+	return &fs.PathError{Op: "truncate", Path: f.name, Err: syscall.EINVAL} // as ftruncate(2) on a read-only descriptor
+}
+func (f *lowerFile) Sync() error                        { return nil }
+func (f *lowerFile) Readdir(int) ([]fs.FileInfo, error) { return nil, badDir(f.name) }
+func (f *lowerFile) Readdirnames(int) ([]string, error) { return nil, badDir(f.name) }
+
+// lowerNamed reports whether the view still shows the lower object at
+// lower (inode ino, 0: whatever its number) under some name: its own
+// path, where a rename moved it, or below a renamed directory.
+func (d *Draft) lowerNamed(lower string, ino uint64) bool {
+	same := func(k string) bool {
+		fi, err := d.lstat(k)
+		return err == nil && (ino == 0 || fi.Sys().(*Attr).Ino == ino)
+	}
+	if same(lower) {
+		return true // the usual case: still at its own path
+	}
+	d.mu.RLock()
+	var cands []string
+	for k, e := range d.entries {
+		switch {
+		case e.Kind == kindWhiteout || e.Origin == "":
+		case e.Origin == lower:
+			cands = append(cands, k)
+		case e.Kind == kindDir && within(lower, e.Origin):
+			cands = append(cands, rebase(lower, e.Origin, k))
+		}
+	}
+	d.mu.RUnlock()
+	for _, k := range cands {
+		if same(k) {
+			return true
+		}
+	}
+	return false
+}
