@@ -175,9 +175,20 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		defer close(served)
 		srv.Serve()
 	}()
+	// The feed's invalidations wait until the mount has answered: the
+	// kernel starts the root with no permissions (mode 0, owner root)
+	// and drops a GETATTR answer that an invalidation of the same inode
+	// overtook, so an ordinary user's first access, go-fuse's own poll
+	// check in WaitMount, would be refused with EACCES while the
+	// workspace root changes.
+	answered := make(chan struct{})
 	feedDone := make(chan struct{})
 	go func() {
 		defer close(feedDone)
+		select {
+		case <-answered:
+		case <-served:
+		}
 		s.consume()
 	}()
 	go func() {
@@ -199,6 +210,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		}
 		return nil, fmt.Errorf("fusefs: mount %s does not answer: %v", mp, err)
 	}
+	close(answered)
 	raiseReadahead(st.Dev)
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -205,5 +206,45 @@ func TestUserMountClosedFUSE(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.err, "/dev/fuse") || !strings.Contains(r.err, "chmod 0666 /dev/fuse") {
 			t.Errorf("draftfs %v with /dev/fuse closed: %s", args, r)
 		}
+	}
+}
+
+// TestUserMountWhileRootChanges: an ordinary user's mount comes up while
+// the workspace root keeps changing on disk. The kernel starts a FUSE
+// root with no permissions and drops a GETATTR answer that an
+// invalidation of the same inode overtook; invalidating the root before
+// the mount had answered refused its first access (go-fuse's poll check
+// in WaitMount) with EACCES: "mount DIR: permission denied". --debug
+// slows every request, which widens that window.
+func TestUserMountWhileRootChanges(t *testing.T) {
+	needFUSE(t)
+	f := userFixture(t)
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	churn.Add(1)
+	go func() {
+		defer churn.Done()
+		p := filepath.Join(f.ws, "churn")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(p, nil, 0o644)
+			os.Remove(p)
+		}
+	}()
+	defer func() {
+		close(stop)
+		churn.Wait()
+	}()
+	for i := 0; i < 20; i++ {
+		mnt := filepath.Join(f.tmp, fmt.Sprintf("view%d", i))
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f.own(mnt)
+		f.serve(mnt, "--debug").stop()
 	}
 }
