@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -53,4 +56,58 @@ func TestProgress(t *testing.T) {
 		t.Errorf("not a terminal: %q", got)
 	}
 	(*progress)(nil).finish()
+}
+
+// TestPrintStatusOrder: lines come in path order, a directory's "/"
+// included, with or without ignored entries to fold; the entries given
+// are left as they were.
+func TestPrintStatusOrder(t *testing.T) {
+	st := []overlay.StatusEntry{ // the daemon's order: by key, "/" not yet added
+		{Path: "a/", Change: overlay.StatusAdded},
+		{Path: "a-b", Change: overlay.StatusAdded},
+		{Path: "c", Change: overlay.StatusModified},
+	}
+	var b bytes.Buffer
+	printStatus(&b, st, false)
+	if want := "A a-b\nA a/\nM c\n"; b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	if st[0].Path != "a/" {
+		t.Errorf("printStatus reordered its argument: %v", st)
+	}
+	b.Reset()
+	st = append(st, overlay.StatusEntry{Path: "d/x", Change: overlay.StatusAdded, Ignored: true, Fold: "d/"})
+	printStatus(&b, st, false)
+	if want := "A a-b\nA a/\nM c\nA d/ (1 file, ignored)\n"; b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestPrintJSONAsEncoder: printJSON prints byte for byte what
+// json.Encoder with SetIndent printed (scripts compare it).
+func TestPrintJSONAsEncoder(t *testing.T) {
+	v := []any{
+		overlay.StatusEntry{Path: "a<b>&c\u2028\"é", Change: overlay.StatusAdded, AlsoIn: []string{"x"}},
+		map[string]any{"z": 1.5, "a": []int{}, "m": nil, "e": map[string]int{}},
+		"", 0, true,
+	}
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	err = printJSON(v)
+	os.Stdout = stdout
+	w.Close()
+	got, _ := io.ReadAll(r)
+	if err != nil || string(got) != want.String() {
+		t.Errorf("printJSON: %v\n%s\nwant\n%s", err, got, want.String())
+	}
 }

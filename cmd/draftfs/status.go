@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +75,12 @@ path listed; "fold" is the line an ignored path is folded into,
 		if flagStatusJSON {
 			return printJSON(st)
 		}
-		printStatus(os.Stdout, st, flagStatusIgnored)
+		// One write, not one per line: 10,000 lines cost 10,000 syscalls.
+		out := bufio.NewWriter(os.Stdout)
+		printStatus(out, st, flagStatusIgnored)
+		if err := out.Flush(); err != nil {
+			return err
+		}
 		printOverlaps(os.Stderr, st)
 		return nil
 	},
@@ -143,8 +151,19 @@ func foldIgnored(st []overlay.StatusEntry) []overlay.StatusEntry {
 		change string
 		files  int
 	}
+	byKey := func(a, b overlay.StatusEntry) int { return strings.Compare(sortKey(a), sortKey(b)) }
+	if !slices.ContainsFunc(st, func(e overlay.StatusEntry) bool { return e.Ignored && !e.Conflict }) {
+		// Nothing to fold: no copies of 10,000 entries, and no sort
+		// unless a directory's "/" puts it out of order.
+		if slices.IsSortedFunc(st, byKey) {
+			return st
+		}
+		st = slices.Clone(st)
+		slices.SortStableFunc(st, byKey)
+		return st
+	}
 	folds := map[string]*fold{}
-	var out []overlay.StatusEntry
+	out := make([]overlay.StatusEntry, 0, len(st))
 	for _, e := range st {
 		if !e.Ignored || e.Conflict {
 			out = append(out, e)
@@ -173,7 +192,7 @@ func foldIgnored(st []overlay.StatusEntry) []overlay.StatusEntry {
 			e.Path = name + " (ignored)"
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return sortKey(out[i]) < sortKey(out[j]) })
+	slices.SortStableFunc(out, byKey)
 	return out
 }
 
@@ -194,9 +213,20 @@ func thousands(n int) string {
 	return s
 }
 
-// printJSON prints v indented, as every --json output is.
+// printJSON prints v indented, as every --json output is. It is what
+// json.Encoder with SetIndent prints, but json.Indent sizes its buffer
+// up front: the Encoder's grows from nothing (half the CPU of a status
+// of 10,000 entries).
 func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = out.WriteTo(os.Stdout)
+	return err
 }

@@ -59,7 +59,9 @@ func (c *Client) Done() <-chan struct{} { return c.rpc.DisconnectNotify() }
 
 // Call sends a request and decodes its result into result (nil: drop it).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	err := c.rpc.Call(ctx, method, params, result)
+	id := c.stream.await()
+	defer c.stream.forget(id)
+	err := c.rpc.Call(ctx, method, params, &awaitedResult{c.stream, id, result}, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
 	if errors.Is(err, jsonrpc2.ErrClosed) {
 		return fmt.Errorf("%s: %w (the draftfs daemon stopped or dropped the connection)", method, ErrDisconnected)
 	}

@@ -96,7 +96,7 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 		cn.rpc.ReplyWithError(ctx, req.ID, toRPC(err))
 		return
 	}
-	cn.rpc.Reply(ctx, req.ID, res)
+	cn.reply(ctx, req.ID, res)
 }
 
 // notificationFailed tells the client about a buffer change it sent as

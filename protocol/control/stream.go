@@ -50,6 +50,8 @@ type stream struct {
 	nextSplice int
 	parked     map[string][]byte // stand-in token -> params
 	nextPark   int
+	awaited    map[string][]byte // a client's calls by id -> parked result or nil
+	nextAwait  uint64
 }
 
 func newStream(conn io.ReadWriteCloser, max int, answer bool) *stream {
@@ -82,6 +84,9 @@ func (s *stream) ReadObject(v any) error {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
+		}
+		if !s.answer && len(line) >= bigParams {
+			line = s.parkResult(line)
 		}
 		if bad := checkMessage(line); bad != nil {
 			if !s.answer {
