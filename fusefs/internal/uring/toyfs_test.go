@@ -1,0 +1,167 @@
+package uring
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// toyFS is the smallest file system the kernel mounts: a root directory
+// holding one regular file, "file", that takes writes (and forgets
+// them). It answers the same bytes over either transport, so the two
+// can be compared request for request.
+type toyFS struct {
+	ring         bool // INIT offers FUSE_OVER_IO_URING
+	ringRequests atomic.Int64
+	requests     atomic.Int64
+	written      atomic.Int64
+	lookups      atomic.Int64
+	minor        uint32
+}
+
+const (
+	toyMaxWrite = 128 << 10
+	toyFileIno  = 2
+)
+
+func put[T any](out []byte, v T) int {
+	*(*T)(unsafe.Pointer(&out[0])) = v
+	return int(unsafe.Sizeof(v))
+}
+
+func (t *toyFS) attr(ino uint64) fuse.Attr {
+	if ino == fuse.FUSE_ROOT_ID {
+		return fuse.Attr{Ino: ino, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Blksize: 4096}
+	}
+	return fuse.Attr{Ino: ino, Mode: syscall.S_IFREG | 0o644, Nlink: 1, Size: uint64(t.written.Load()), Blksize: 4096}
+}
+
+func (t *toyFS) serve(req *Request, out []byte) (int, syscall.Errno) {
+	t.requests.Add(1)
+	in := req.Header
+	switch in.Opcode {
+	case opInit:
+		init := (*fuse.InitIn)(unsafe.Pointer(&make([]byte, unsafe.Sizeof(fuse.InitIn{}))[0]))
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&init.Major)), 64), req.Op)
+		flags := init.Flags64() & (fuse.CAP_ASYNC_READ | fuse.CAP_BIG_WRITES | fuse.CAP_MAX_PAGES | fuse.CAP_PARALLEL_DIROPS)
+		flags |= 1 << 30 // FUSE_INIT_EXT: the kernel reads flags2
+		if t.ring {
+			flags |= CapOverIOURing
+		}
+		t.minor = min(init.Minor, 45)
+		return put(out, fuse.InitOut{
+			Major: 7, Minor: t.minor, MaxReadAhead: init.MaxReadAhead,
+			Flags: uint32(flags), Flags2: uint32(flags >> 32),
+			MaxBackground: 12, CongestionThreshold: 9, MaxWrite: toyMaxWrite,
+			MaxPages: toyMaxWrite / 4096, TimeGran: 1,
+		}), 0
+	case 1: // LOOKUP
+		t.lookups.Add(1)
+		name, _, _ := bytes.Cut(req.Payload, []byte{0})
+		if in.NodeId != fuse.FUSE_ROOT_ID || string(name) != "file" {
+			return 0, syscall.ENOENT
+		}
+		// Zero timeouts: every stat reaches the server (LOOKUP to
+		// revalidate the name, GETATTR for the attributes).
+		return put(out, fuse.EntryOut{NodeId: toyFileIno, Attr: t.attr(toyFileIno)}), 0
+	case 3: // GETATTR
+		return put(out, fuse.AttrOut{Attr: t.attr(in.NodeId)}), 0
+	case 4: // SETATTR: only a size (O_TRUNC) changes anything
+		// struct fuse_setattr_in: valid, padding, fh, size.
+		if *(*uint32)(unsafe.Pointer(&req.Op[0]))&fuse.FATTR_SIZE != 0 {
+			t.written.Store(*(*int64)(unsafe.Pointer(&req.Op[16])))
+		}
+		return put(out, fuse.AttrOut{Attr: t.attr(in.NodeId)}), 0
+	case 14, 27: // OPEN, OPENDIR
+		return put(out, fuse.OpenOut{Fh: 1}), 0
+	case 16: // WRITE
+		// go-fuse's *In types embed the header: read fields by offset
+		// (struct fuse_write_in: fh, offset, size).
+		size := *(*uint32)(unsafe.Pointer(&req.Op[16]))
+		if int(size) != len(req.Payload) {
+			return 0, syscall.EIO
+		}
+		t.written.Add(int64(size))
+		return put(out, fuse.WriteOut{Size: size}), 0
+	case 18, 25, 29: // RELEASE, FLUSH, RELEASEDIR
+		return 0, 0
+	case 17: // STATFS
+		return put(out, fuse.StatfsOut{Bsize: 4096, NameLen: 255}), 0
+	case opForget, opBatchForget, opInterrupt:
+		return 0, 0
+	}
+	return 0, syscall.ENOSYS
+}
+
+// toyMount mounts t at a new directory with its own /dev/fuse
+// descriptor, served over the ring when t.ring is set, and returns the
+// mount point. It skips the test when the kernel or permissions do not
+// allow it.
+func toyMount(tb testing.TB, t *toyFS, readers int) string {
+	tb.Helper()
+	if os.Getuid() != 0 {
+		tb.Skip("mounting a FUSE file system by hand needs root")
+	}
+	if t.ring {
+		if _, err := os.Stat(enableParam); err != nil {
+			tb.Skipf("kernel without FUSE over io_uring (%v)", err)
+		}
+		restore, err := SetEnabled(true)
+		if err != nil {
+			tb.Skip(err)
+		}
+		// Restored once the ring is registered: a connection that
+		// negotiated it at INIT keeps it, and the switch is machine-wide.
+		defer restore()
+	}
+	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		tb.Skipf("open /dev/fuse: %v", err)
+	}
+	mnt := tb.TempDir()
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", dev)
+	if err := unix.Mount("draftfs-toy", mnt, "fuse.draftfs-toy", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		unix.Close(dev)
+		tb.Skipf("mount fuse: %v", err)
+	}
+	loop := ServeDev(dev, readers, t.serve)
+	var rs *Server
+	tb.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			unix.Unmount(mnt, unix.MNT_DETACH)
+		}
+		loop.Wait()
+		if rs != nil {
+			if err := rs.Wait(); err != nil {
+				tb.Errorf("ring server: %v", err)
+			}
+		}
+		unix.Close(dev)
+	})
+	// The kernel sends INIT on the first access.
+	go os.Stat(filepath.Join(mnt, "file"))
+	select {
+	case <-loop.Initialized:
+	case <-time.After(10 * time.Second):
+		tb.Fatal("no INIT from the kernel")
+	}
+	if t.ring {
+		rs, err = Serve(dev, 4, toyMaxWrite, func(req *Request, out []byte) (int, syscall.Errno) {
+			t.ringRequests.Add(1)
+			return t.serve(req, out)
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return mnt
+}
