@@ -1,7 +1,6 @@
 package uring
 
 import (
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -11,20 +10,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BenchmarkTransport serves the same toy file system three ways, side
-// by side: "dev" (read/write on /dev/fuse, two reader threads), "ring"
-// (FUSE over io_uring, one queue per CPU) and "gofuse" (go-fuse's own
-// server with a RawFileSystem giving the same answers: what draftfs
-// runs today). Workloads: "stat" (one LOOKUP and one GETATTR each, all
+// BenchmarkTransport serves the same toy file system four ways, side
+// by side: "dev" (a minimal read/write loop on /dev/fuse, two reader
+// threads), "ring" (FUSE over io_uring, one queue per CPU), "gofuse"
+// (go-fuse's own server with a RawFileSystem giving the same answers:
+// how draftfs serves today) and "gofuse-ring" (that RawFileSystem
+// served over the ring by RawHandler, go-fuse's Server doing INIT and
+// forgets: how draftfs would serve over io_uring). Workloads: "stat" (one LOOKUP and one GETATTR each, all
 // timeouts zero) and "write4k" (open, a 4 KiB pwrite, close).
 //
 // Metrics beside ns/op: req/op (requests the server answered), srv-us/req
 // (CPU of every thread but the client's, per request: the daemon's cost
 // including its syscalls) and cpu-us/op (the whole process, client and
 // kernel work on its behalf included). CPU times hold better than wall
-// clock on a loaded machine. Run with -count to interleave:
+// clock on a loaded machine. -count repeats each variant in a row, so
+// for variants interleaved run the command several times instead:
 //
-//	/work/notes/heavy go test -run - -bench Transport -count 5 ./fusefs/internal/uring
+//	for i in 1 2 3 4 5; do go test -run - -bench Transport ./fusefs/internal/uring; done
 //
 // It skips without root or when the kernel lacks FUSE over io_uring.
 func BenchmarkTransport(b *testing.B) {
@@ -49,13 +51,15 @@ func BenchmarkTransport(b *testing.B) {
 		}},
 	}
 	for _, wl := range workloads {
-		for _, mode := range []string{"dev", "ring", "gofuse"} {
+		for _, mode := range []string{"dev", "ring", "gofuse", "gofuse-ring"} {
 			b.Run(wl.name+"/"+mode, func(b *testing.B) {
 				fs := &toyFS{ring: mode == "ring"}
 				var mnt string
-				if mode == "gofuse" {
-					mnt = toyGoFuseMount(b, fs)
-				} else {
+				switch mode {
+				case "gofuse", "gofuse-ring":
+					raw := &toyRaw{RawFileSystem: fuse.NewDefaultRawFileSystem(), t: fs}
+					mnt, _ = goFuseMount(b, raw, fuse.MountOptions{MaxWrite: toyMaxWrite}, mode == "gofuse-ring")
+				default:
 					mnt = toyMount(b, fs, 2)
 				}
 				path := filepath.Join(mnt, "file")
@@ -134,22 +138,3 @@ func (r *toyRaw) Flush(_ <-chan struct{}, _ *fuse.FlushIn) fuse.Status {
 }
 
 func (r *toyRaw) Release(_ <-chan struct{}, _ *fuse.ReleaseIn) { r.t.requests.Add(1) }
-
-func toyGoFuseMount(tb testing.TB, t *toyFS) string {
-	tb.Helper()
-	if os.Getuid() != 0 {
-		tb.Skip("the side-by-side mounts need root")
-	}
-	mnt := tb.TempDir()
-	srv, err := fuse.NewServer(&toyRaw{RawFileSystem: fuse.NewDefaultRawFileSystem(), t: t}, mnt,
-		&fuse.MountOptions{DirectMount: true, MaxWrite: toyMaxWrite, AllowOther: true})
-	if err != nil {
-		tb.Skipf("go-fuse mount: %v", err)
-	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { srv.Unmount() })
-	return mnt
-}

@@ -17,12 +17,13 @@ const (
 )
 
 // opInSize is the size of each opcode's fixed argument (in_args[0] in
-// the kernel), which a ring entry carries apart from the payload and
-// read(2) carries right after the header. The kernel sends the sizes of
-// include/uapi/linux/fuse.h at protocol 7.45; names and data follow.
+// the kernel), which read(2) returns right after the header, for a
+// server that negotiates neither FUSE_SETXATTR_EXT nor request
+// extensions (the sizes of include/uapi/linux/fuse.h at 7.45). The ring
+// needs no table: its header's length gives the size.
 var opInSize = map[uint32]int{
 	1: 0, opForget: 8, 3: 16, 4: 88, 5: 0, 6: 0, 8: 16, 9: 8, 10: 0, 11: 0,
-	12: 8, 13: 8, 14: 8, 15: 40, 16: 40, 17: 0, 18: 24, 20: 16, 21: 16,
+	12: 8, 13: 8, 14: 8, 15: 40, 16: 40, 17: 0, 18: 24, 20: 16, 21: 8,
 	22: 8, 23: 8, 24: 0, 25: 24, opInit: 64, 27: 8, 28: 40, 29: 24, 30: 16,
 	31: 56, 32: 56, 33: 56, 34: 8, 35: 16, opInterrupt: 8, 37: 16, 38: 0,
 	39: 32, 40: 24, opBatchForget: 8, 43: 32, 44: 40, 45: 16, 46: 24,
@@ -60,6 +61,8 @@ func (l *DevLoop) read() {
 	defer l.wg.Done()
 	buf := make([]byte, 128<<10+4096)
 	out := make([]byte, 128<<10+16)
+	inBuf := make([]byte, inScratch)
+	cancel := make(chan struct{}) // unique per reader: one request at a time
 	for {
 		n, err := unix.Read(l.dev, buf)
 		if err == unix.EINTR || err == unix.EAGAIN || err == unix.ENOENT {
@@ -69,9 +72,11 @@ func (l *DevLoop) read() {
 			return // ENODEV: unmounted
 		}
 		in := (*fuse.InHeader)(unsafe.Pointer(&buf[0]))
-		body := buf[unsafe.Sizeof(fuse.InHeader{}):n]
-		size := min(opInSize[in.Opcode], len(body))
-		req := Request{Header: in, Op: body[:size], Payload: body[size:]}
+		hsize := int(unsafe.Sizeof(fuse.InHeader{}))
+		size := min(opInSize[in.Opcode], n-hsize)
+		copy(inBuf, buf[:hsize+size])
+		clear(inBuf[hsize+size:])
+		req := Request{In: inBuf[:hsize+size], Payload: buf[hsize+size : n], Cancel: cancel}
 		rn, errno := l.handler(&req, out[16:])
 		switch in.Opcode {
 		case opForget, opBatchForget, opInterrupt:

@@ -39,17 +39,38 @@ const (
 	enableParam = "/sys/module/fuse/parameters/enable_uring"
 )
 
-// Request is one FUSE request: the header, the opcode's fixed argument
-// and what follows it (names, written data).
+// Request is one FUSE request: In holds the header and the opcode's
+// fixed argument contiguous, as go-fuse's *In types lay them out, with
+// at least inScratch bytes of capacity, zero past its length (so a
+// shorter argument from an older protocol reads as zeros); Payload is
+// what follows (names, written data).
 type Request struct {
-	Header  *fuse.InHeader
-	Op      []byte
+	In      []byte
 	Payload []byte
+	// Cancel is unique among the requests in flight (go-fuse's
+	// RawFileSystem methods take it, and draftfs keys per-request state
+	// by it); it is never closed: ring requests are not interrupted.
+	Cancel <-chan struct{}
 }
+
+// inScratch is the room a transport gives Request.In: the largest
+// header plus fixed argument the kernel sends (SETATTR, 40+88) with
+// margin.
+const inScratch = 40 + 128
+
+// Header is the request's fuse_in_header.
+func (r *Request) Header() *fuse.InHeader { return (*fuse.InHeader)(unsafe.Pointer(&r.In[0])) }
+
+// Op is the opcode's fixed argument.
+func (r *Request) Op() []byte { return r.In[unsafe.Sizeof(fuse.InHeader{}):] }
 
 // Handler answers a request: it writes the reply body into out and
 // returns its length, or an errno. Forget, batch forget and interrupt
-// get no reply (the transport drops whatever the handler returns).
+// get no reply (the transport drops whatever the handler returns). For
+// the opcodes whose replies are bulk data and whose requests carry no
+// payload (READ, READDIR, READDIRPLUS, READLINK), out may be the
+// request's payload buffer itself: the reply is written in place. Calls
+// run concurrently, on as many threads as the server has workers.
 type Handler func(req *Request, out []byte) (int, syscall.Errno)
 
 // Enabled says whether the running kernel accepts ring registrations
@@ -103,46 +124,65 @@ func queueCount() (int, error) {
 }
 
 // Server serves a FUSE connection's requests from io_uring queues, one
-// per possible CPU, each on its own locked OS thread.
+// per possible CPU (the kernel picks the queue of the CPU a request is
+// made on), each served by workers threads.
 type Server struct {
-	dev     int
+	dev     int // a dup of the connection's descriptor, ours to close
 	handler Handler
-	depth   int
 	payload int
 	wg      sync.WaitGroup
 	errMu   sync.Mutex
 	err     error
 }
 
-// Serve registers depth ring entries per queue on the /dev/fuse
-// descriptor dev, whose INIT the caller has answered with
-// CapOverIOURing, and serves requests until the connection ends.
-// maxPayload is the larger of the INIT reply's max_write and max_pages
-// pages (the kernel refuses smaller entry buffers). When Serve returns
+// Serve registers ring entries on the /dev/fuse descriptor dev, whose
+// INIT the caller has answered with CapOverIOURing, and serves requests
+// until the connection ends (unmount). maxPayload is the larger of the
+// INIT reply's max_write and max_pages pages (the kernel refuses
+// smaller entry buffers).
+//
+// Each worker is a locked OS thread with its own ring holding a single
+// entry: the kernel gives a request only to an entry that is free, so a
+// request that blocks (a lock wait, a commit in progress) holds up its
+// own thread only, as with go-fuse's readers; workers bounds how many
+// requests of one CPU's queue are served at once. Once Serve returns
 // without error the kernel sends every request but forgets and
-// interrupts over the ring; those still come through read(2).
-func Serve(dev int, depth, maxPayload int, h Handler) (*Server, error) {
+// interrupts over the ring; those still come through read(2), which the
+// caller keeps serving.
+func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 	n, err := queueCount()
 	if err != nil {
 		return nil, fmt.Errorf("fuse over io_uring: count queues: %w", err)
 	}
-	s := &Server{dev: dev, handler: h, depth: depth, payload: max(maxPayload, 8192)}
-	ready := make(chan error, n)
+	// The ring's commands name the device by descriptor: a dup keeps
+	// the number ours until the last worker is done, whoever closes dev.
+	own, err := unix.FcntlInt(uintptr(dev), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fuse over io_uring: dup /dev/fuse: %w", err)
+	}
+	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192)}
+	ready := make(chan error, n*workers)
 	for qid := range n {
-		s.wg.Add(1)
-		go s.runQueue(uint16(qid), ready)
+		for range workers {
+			s.wg.Add(1)
+			go s.runWorker(uint16(qid), ready)
+		}
 	}
 	var errs []error
-	for range n {
+	for range n * workers {
 		errs = append(errs, <-ready)
 	}
+	go func() {
+		s.wg.Wait()
+		unix.Close(own)
+	}()
 	if err := errors.Join(errs...); err != nil {
 		return s, fmt.Errorf("fuse over io_uring: register: %w", err)
 	}
 	return s, nil
 }
 
-// Wait blocks until every queue has stopped (the connection ended) and
+// Wait blocks until every worker has stopped (the connection ended) and
 // returns the first unexpected error.
 func (s *Server) Wait() error {
 	s.wg.Wait()
@@ -159,84 +199,94 @@ func (s *Server) fail(err error) {
 	s.errMu.Unlock()
 }
 
+// entry is one ring entry's buffers, all in one anonymous mapping: the
+// kernel keeps the header's and payload's addresses for the
+// connection's life, which Go's heap does not promise; pages cost only
+// once touched.
 type entry struct {
-	hdr     []byte
+	mem     []byte
+	hdr     []byte // struct fuse_uring_req_header
 	payload []byte
-	out     []byte // reply body scratch: the payload buffer is also where it goes
+	out     []byte // reply body, copied to payload at commit
+	in      []byte // header and fixed argument, contiguous
+	iov     *[2]unix.Iovec
+	cancel  chan struct{}
 }
 
-func (s *Server) runQueue(qid uint16, ready chan<- error) {
+func newEntry(payload int) (*entry, error) {
+	iovSize := int(unsafe.Sizeof([2]unix.Iovec{}))
+	size := headerSize + 2*payload + inScratch + iovSize
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("mmap ring entry: %w", err)
+	}
+	e := &entry{mem: mem, cancel: make(chan struct{})}
+	off := 0
+	take := func(n int) []byte { b := mem[off : off+n : off+n]; off += n; return b }
+	e.iov = (*[2]unix.Iovec)(unsafe.Pointer(&take(iovSize)[0]))
+	e.hdr = take(headerSize)
+	e.payload = take(payload)
+	e.out = take(payload)
+	e.in = take(inScratch)
+	e.iov[0] = unix.Iovec{Base: &e.hdr[0], Len: headerSize}
+	e.iov[1] = unix.Iovec{Base: &e.payload[0], Len: uint64(payload)}
+	return e, nil
+}
+
+func (s *Server) runWorker(qid uint16, ready chan<- error) {
 	defer s.wg.Done()
 	// The ring is single-issuer with deferred task work: the kernel
 	// copies requests in while this very thread waits in io_uring_enter.
 	// The thread is never unlocked, so it exits with the goroutine.
 	runtime.LockOSThread()
-	r, err := newRing(uint32(2 * s.depth))
+	r, err := newRing(4)
 	if err != nil {
 		ready <- err
 		return
 	}
 	defer r.close()
-	// Entry buffers are mmapped: the kernel keeps their addresses for
-	// the connection's life, which Go's heap does not promise.
-	per := headerSize + s.payload
-	mem, err := unix.Mmap(-1, 0, s.depth*per+s.depth*2*int(unsafe.Sizeof(unix.Iovec{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	e, err := newEntry(s.payload)
 	if err != nil {
-		ready <- fmt.Errorf("mmap ring buffers: %w", err)
+		ready <- err
 		return
 	}
-	defer unix.Munmap(mem)
-	iovs := unsafe.Slice((*unix.Iovec)(unsafe.Pointer(&mem[s.depth*per])), 2*s.depth)
-	ents := make([]entry, s.depth)
-	for i := range ents {
-		e := &ents[i]
-		e.hdr = mem[i*per : i*per+headerSize]
-		e.payload = mem[i*per+headerSize : (i+1)*per]
-		iovs[2*i] = unix.Iovec{Base: &e.hdr[0], Len: headerSize}
-		iovs[2*i+1] = unix.Iovec{Base: &e.payload[0], Len: uint64(s.payload)}
-		sqe := r.nextSQE()
-		s.prepCmd(sqe, cmdRegister, uint64(i), qid)
-		*(*uint64)(unsafe.Pointer(&sqe[16])) = uint64(uintptr(unsafe.Pointer(&iovs[2*i])))
-		*(*uint32)(unsafe.Pointer(&sqe[24])) = 2
-	}
+	defer unix.Munmap(e.mem)
+	sqe := r.nextSQE()
+	s.prepCmd(sqe, cmdRegister, 0, qid)
+	*(*uint64)(unsafe.Pointer(&sqe[16])) = uint64(uintptr(unsafe.Pointer(e.iov)))
+	*(*uint32)(unsafe.Pointer(&sqe[24])) = 2
 	// A registration the kernel accepts completes only when a request
 	// arrives; one it refuses completes at once with the errno.
 	if err := r.enter(0); err != nil {
 		ready <- err
 		return
 	}
+	live := true
 	var regErr error
-	live := s.depth
-	r.completions(func(ud uint64, res int32) {
-		switch {
-		case res < 0:
-			regErr = syscall.Errno(-res)
-			live--
-		default: // registered, and a request was already waiting
-			s.answer(r, &ents[ud], ud, qid)
+	handle := func(_ uint64, res int32) {
+		if res < 0 {
+			live = false
+			if regErr == nil && ready != nil {
+				regErr = syscall.Errno(-res)
+				return
+			}
+			// -ENOTCONN: the connection is torn down (unmount, abort).
+			if res != -int32(unix.ENOTCONN) && res != -int32(unix.ECONNABORTED) && res != -int32(unix.ECANCELED) {
+				s.fail(fmt.Errorf("fuse over io_uring: queue %d: %w", qid, syscall.Errno(-res)))
+			}
+			return
 		}
-	})
-	ready <- regErr
-	if regErr != nil {
-		return
+		s.answer(r, e, qid)
 	}
-	for live > 0 {
+	r.completions(handle)
+	ready <- regErr
+	ready = nil
+	for live && regErr == nil {
 		if err := r.enter(1); err != nil {
 			s.fail(err)
 			return
 		}
-		r.completions(func(ud uint64, res int32) {
-			if res < 0 {
-				// -ENOTCONN: the connection is torn down (unmount,
-				// abort); each entry comes back once.
-				if res != -int32(unix.ENOTCONN) && res != -int32(unix.ECONNABORTED) && res != -int32(unix.ECANCELED) {
-					s.fail(fmt.Errorf("fuse over io_uring: queue %d: %w", qid, syscall.Errno(-res)))
-				}
-				live--
-				return
-			}
-			s.answer(r, &ents[ud], ud, qid)
-		})
+		r.completions(handle)
 	}
 }
 
@@ -250,28 +300,42 @@ func (s *Server) prepCmd(sqe []byte, cmd uint32, ud uint64, qid uint16) {
 
 // answer serves the request in e and queues its commit, which also
 // fetches the entry's next request.
-func (s *Server) answer(r *ring, e *entry, ud uint64, qid uint16) {
+func (s *Server) answer(r *ring, e *entry, qid uint16) {
+	const hsize = int(unsafe.Sizeof(fuse.InHeader{}))
 	in := (*fuse.InHeader)(unsafe.Pointer(&e.hdr[0]))
-	psz := *(*uint32)(unsafe.Pointer(&e.hdr[payloadSzOffset]))
+	psz := int(*(*uint32)(unsafe.Pointer(&e.hdr[payloadSzOffset])))
 	commitID := *(*uint64)(unsafe.Pointer(&e.hdr[commitIDOffset]))
-	req := Request{Header: in, Op: e.hdr[opInOffset : opInOffset+opInSize[in.Opcode]], Payload: e.payload[:psz]}
-	if e.out == nil {
-		e.out = make([]byte, s.payload)
+	// The header's length counts header, fixed argument and payload:
+	// what is left is the argument's size, exact for every protocol
+	// minor (SETXATTR's and RENAME's vary).
+	opSize := min(max(int(in.Length)-hsize-psz, 0), inScratch-hsize, headerSize-opInOffset-32)
+	copy(e.in, e.hdr[:hsize])
+	copy(e.in[hsize:], e.hdr[opInOffset:opInOffset+opSize])
+	clear(e.in[hsize+opSize:])
+	req := Request{In: e.in[:hsize+opSize], Payload: e.payload[:psz], Cancel: e.cancel}
+	out := e.out
+	inPlace := bulkReply(in.Opcode) && psz == 0
+	if inPlace {
+		out = e.payload
 	}
-	n, errno := s.handler(&req, e.out)
-	unique := in.Unique
+	n, errno := s.handler(&req, out)
 	if errno != 0 {
 		n = 0
-	} else {
+	} else if !inPlace {
 		copy(e.payload, e.out[:n])
 	}
-	*(*fuse.OutHeader)(unsafe.Pointer(&e.hdr[0])) = fuse.OutHeader{Length: uint32(16 + n), Status: -int32(errno), Unique: unique}
+	*(*fuse.OutHeader)(unsafe.Pointer(&e.hdr[0])) = fuse.OutHeader{Length: uint32(16 + n), Status: -int32(errno), Unique: req.Header().Unique}
 	*(*uint32)(unsafe.Pointer(&e.hdr[payloadSzOffset])) = uint32(n)
-	sqe := r.nextSQE()
-	if sqe == nil { // cannot happen: at most depth commits for 2*depth slots
-		r.enter(0)
-		sqe = r.nextSQE()
-	}
-	s.prepCmd(sqe, cmdCommitAndFetch, ud, qid)
+	sqe := r.nextSQE() // never full: one entry, one commit at a time
+	s.prepCmd(sqe, cmdCommitAndFetch, 0, qid)
 	*(*uint64)(unsafe.Pointer(&sqe[cmdCommitID])) = commitID
+}
+
+// bulkReply: opcodes whose reply is bulk data (see Handler).
+func bulkReply(op uint32) bool {
+	switch op {
+	case 5, 15, 28, 44: // READLINK, READ, READDIR, READDIRPLUS
+		return true
+	}
+	return false
 }

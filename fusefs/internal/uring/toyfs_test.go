@@ -26,6 +26,8 @@ type toyFS struct {
 	written      atomic.Int64
 	lookups      atomic.Int64
 	minor        uint32
+	// slow, when set, holds a LOOKUP of "slow" until it is closed.
+	slow chan struct{}
 }
 
 const (
@@ -47,11 +49,10 @@ func (t *toyFS) attr(ino uint64) fuse.Attr {
 
 func (t *toyFS) serve(req *Request, out []byte) (int, syscall.Errno) {
 	t.requests.Add(1)
-	in := req.Header
+	in := req.Header()
 	switch in.Opcode {
 	case opInit:
-		init := (*fuse.InitIn)(unsafe.Pointer(&make([]byte, unsafe.Sizeof(fuse.InitIn{}))[0]))
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&init.Major)), 64), req.Op)
+		init := (*fuse.InitIn)(unsafe.Pointer(&req.In[0]))
 		flags := init.Flags64() & (fuse.CAP_ASYNC_READ | fuse.CAP_BIG_WRITES | fuse.CAP_MAX_PAGES | fuse.CAP_PARALLEL_DIROPS)
 		flags |= 1 << 30 // FUSE_INIT_EXT: the kernel reads flags2
 		if t.ring {
@@ -67,6 +68,9 @@ func (t *toyFS) serve(req *Request, out []byte) (int, syscall.Errno) {
 	case 1: // LOOKUP
 		t.lookups.Add(1)
 		name, _, _ := bytes.Cut(req.Payload, []byte{0})
+		if string(name) == "slow" && t.slow != nil {
+			<-t.slow
+		}
 		if in.NodeId != fuse.FUSE_ROOT_ID || string(name) != "file" {
 			return 0, syscall.ENOENT
 		}
@@ -76,17 +80,14 @@ func (t *toyFS) serve(req *Request, out []byte) (int, syscall.Errno) {
 	case 3: // GETATTR
 		return put(out, fuse.AttrOut{Attr: t.attr(in.NodeId)}), 0
 	case 4: // SETATTR: only a size (O_TRUNC) changes anything
-		// struct fuse_setattr_in: valid, padding, fh, size.
-		if *(*uint32)(unsafe.Pointer(&req.Op[0]))&fuse.FATTR_SIZE != 0 {
-			t.written.Store(*(*int64)(unsafe.Pointer(&req.Op[16])))
+		if s := (*fuse.SetAttrIn)(unsafe.Pointer(&req.In[0])); s.Valid&fuse.FATTR_SIZE != 0 {
+			t.written.Store(int64(s.Size))
 		}
 		return put(out, fuse.AttrOut{Attr: t.attr(in.NodeId)}), 0
 	case 14, 27: // OPEN, OPENDIR
 		return put(out, fuse.OpenOut{Fh: 1}), 0
 	case 16: // WRITE
-		// go-fuse's *In types embed the header: read fields by offset
-		// (struct fuse_write_in: fh, offset, size).
-		size := *(*uint32)(unsafe.Pointer(&req.Op[16]))
+		size := (*fuse.WriteIn)(unsafe.Pointer(&req.In[0])).Size
 		if int(size) != len(req.Payload) {
 			return 0, syscall.EIO
 		}
@@ -155,7 +156,7 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 		tb.Fatal("no INIT from the kernel")
 	}
 	if t.ring {
-		rs, err = Serve(dev, 4, toyMaxWrite, func(req *Request, out []byte) (int, syscall.Errno) {
+		rs, err = Serve(dev, 2, toyMaxWrite, func(req *Request, out []byte) (int, syscall.Errno) {
 			t.ringRequests.Add(1)
 			return t.serve(req, out)
 		})
