@@ -23,32 +23,14 @@ import (
 // ring.
 func goFuseMount(tb testing.TB, raw fuse.RawFileSystem, mo fuse.MountOptions, ring bool) (string, *atomic.Int64) {
 	tb.Helper()
-	if os.Getuid() != 0 {
-		tb.Skip("mounting by hand needs root")
-	}
 	if ring {
-		if _, err := os.Stat(enableParam); err != nil {
-			tb.Skipf("kernel without FUSE over io_uring (%v)", err)
-		}
-		restore, err := SetEnabled(true)
-		if err != nil {
-			tb.Skip(err)
-		}
-		// Restored once the ring is registered: the connection keeps
-		// what it negotiated, and the switch is machine-wide.
-		defer restore()
 		mo.ExtraCapabilities |= CapOverIOURing
 	}
-	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		tb.Skipf("open /dev/fuse: %v", err)
+	if mo.Name == "" {
+		mo.Name = "draftfs-ring"
 	}
 	mnt := tb.TempDir()
-	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", dev)
-	if err := unix.Mount("draftfs-ring", mnt, "fuse.draftfs-ring", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		unix.Close(dev)
-		tb.Skipf("mount fuse: %v", err)
-	}
+	dev := mountByHand(tb, mnt, &mo, ring)
 	srv, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", dev), &mo)
 	if err != nil {
 		unix.Unmount(mnt, unix.MNT_DETACH)

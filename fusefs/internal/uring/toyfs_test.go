@@ -2,9 +2,8 @@ package uring
 
 import (
 	"bytes"
-	"fmt"
 	"os"
-	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -109,31 +108,8 @@ func (t *toyFS) serve(req *Request, out []byte) (int, syscall.Errno) {
 // allow it.
 func toyMount(tb testing.TB, t *toyFS, readers int) string {
 	tb.Helper()
-	if os.Getuid() != 0 {
-		tb.Skip("mounting a FUSE file system by hand needs root")
-	}
-	if t.ring {
-		if _, err := os.Stat(enableParam); err != nil {
-			tb.Skipf("kernel without FUSE over io_uring (%v)", err)
-		}
-		restore, err := SetEnabled(true)
-		if err != nil {
-			tb.Skip(err)
-		}
-		// Restored once the ring is registered: a connection that
-		// negotiated it at INIT keeps it, and the switch is machine-wide.
-		defer restore()
-	}
-	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		tb.Skipf("open /dev/fuse: %v", err)
-	}
 	mnt := tb.TempDir()
-	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", dev)
-	if err := unix.Mount("draftfs-toy", mnt, "fuse.draftfs-toy", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		unix.Close(dev)
-		tb.Skipf("mount fuse: %v", err)
-	}
+	dev := mountByHand(tb, mnt, &fuse.MountOptions{Name: "draftfs-toy", AllowOther: true, MaxWrite: toyMaxWrite}, t.ring)
 	loop := ServeDev(dev, readers, t.serve)
 	var rs *Server
 	tb.Cleanup(func() {
@@ -148,14 +124,14 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 		}
 		unix.Close(dev)
 	})
-	// The kernel sends INIT on the first access.
-	go os.Stat(filepath.Join(mnt, "file"))
+	// The kernel sent INIT when it mounted.
 	select {
 	case <-loop.Initialized:
 	case <-time.After(10 * time.Second):
 		tb.Fatal("no INIT from the kernel")
 	}
 	if t.ring {
+		var err error
 		rs, err = Serve(dev, 2, toyMaxWrite, func(req *Request, out []byte) (int, syscall.Errno) {
 			t.ringRequests.Add(1)
 			return t.serve(req, out)
@@ -165,4 +141,56 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 		}
 	}
 	return mnt
+}
+
+// mountByHand mounts a FUSE connection at mnt and returns its
+// descriptor, skipping the test without root, and with ring without
+// kernel support. With ring it turns enable_uring on for the time the
+// test takes and restores it at cleanup: a connection negotiates the
+// ring at INIT only while it is on. Tests that turn it on share one
+// switch (they run in parallel): the last to finish restores it.
+func mountByHand(tb testing.TB, mnt string, o *fuse.MountOptions, ring bool) int {
+	tb.Helper()
+	if os.Getuid() != 0 {
+		tb.Skip("mounting a FUSE file system by hand needs root")
+	}
+	if ring {
+		if err := holdEnabled(); err != nil {
+			tb.Skip(err)
+		}
+		tb.Cleanup(releaseEnabled)
+	}
+	dev, err := MountDirect(mnt, o)
+	if err != nil {
+		tb.Skip(err)
+	}
+	return dev
+}
+
+var (
+	enabledMu      sync.Mutex
+	enabledHolders int
+	enabledRestore func() error
+)
+
+func holdEnabled() error {
+	enabledMu.Lock()
+	defer enabledMu.Unlock()
+	if enabledHolders == 0 {
+		restore, err := SetEnabled(true)
+		if err != nil {
+			return err
+		}
+		enabledRestore = restore
+	}
+	enabledHolders++
+	return nil
+}
+
+func releaseEnabled() {
+	enabledMu.Lock()
+	defer enabledMu.Unlock()
+	if enabledHolders--; enabledHolders == 0 {
+		enabledRestore()
+	}
 }
