@@ -141,7 +141,7 @@ func runningMount(socket string) string {
 		return ""
 	}
 	defer c.Close()
-	res, err := c.Initialize(control.InitializeParams{ClientInfo: control.Implementation{Name: "draftfs"}})
+	res, err := c.Initialize("draftfs", "")
 	if err != nil || res.Mount == "" {
 		return ""
 	}

@@ -47,7 +47,7 @@ func TestStartTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Status(control.PathsParams{}); err != nil {
+	if _, err := c.Status(""); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()

@@ -67,7 +67,7 @@ apart, so give increasing ones.`,
 				return err
 			}
 		}
-		return s.OpenBuffer(control.DidOpenParams{Path: paths[0], Version: version, Text: string(text)})
+		return s.OpenBuffer(paths[0], version, string(text))
 	},
 }
 

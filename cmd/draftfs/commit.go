@@ -101,8 +101,8 @@ entries], "merged"?: [paths], "conflicts"?: [{"path", "reason"}]}.`,
 			prog = &progress{w: os.Stderr, tty: isTerminal(os.Stderr)}
 			onProgress = prog.update
 		}
-		res, err := s.Commit(control.CommitParams{
-			Draft: s.cfg.draft, Paths: paths, Hunks: hunks, Force: flagCommitForce, DryRun: flagCommitDryRun,
+		res, err := s.Commit(s.cfg.draft, control.CommitOptions{
+			Paths: paths, Hunks: hunks, Force: flagCommitForce, DryRun: flagCommitDryRun,
 			SkipIgnored: flagCommitSkipIg,
 			AllowSetid:  flagAllowSetid, AllowOwner: flagAllowOwner,
 		}, onProgress)

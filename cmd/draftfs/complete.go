@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/control"
 )
 
 // Shell completion of arguments that name what the workspace holds.
@@ -18,7 +17,7 @@ func completeChanged(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	defer s.close()
-	st, err := s.Status(control.PathsParams{Draft: s.cfg.draft})
+	st, err := s.Status(s.cfg.draft)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveDefault
 	}

@@ -99,9 +99,9 @@ what the draft changed from right after A to right after B.
 		defer s.close()
 		var diffs []overlay.FileDiff
 		if ranged {
-			diffs, err = s.DiffRange(control.RangeParams{Draft: s.cfg.draft, From: from, To: to, Paths: paths})
+			diffs, err = s.DiffRange(s.cfg.draft, from, to, paths...)
 		} else {
-			diffs, err = s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths, Ignored: flagDiffIgnored, Annotate: flagDiffAnnot})
+			diffs, err = s.Diff(s.cfg.draft, control.DiffOptions{Paths: paths, Ignored: flagDiffIgnored, Annotate: flagDiffAnnot})
 		}
 		if err != nil {
 			return err

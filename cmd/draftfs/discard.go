@@ -53,7 +53,7 @@ file. Prints the paths changed.`,
 		if err != nil || paths == nil && hunks == nil && !flagDiscardAll {
 			return err
 		}
-		dropped, err := s.Discard(control.DiscardParams{Draft: s.cfg.draft, Paths: paths, Hunks: hunks, All: flagDiscardAll})
+		dropped, err := s.Discard(s.cfg.draft, control.DiscardOptions{Paths: paths, Hunks: hunks, All: flagDiscardAll})
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/protocol/control"
 )
 
@@ -29,7 +30,7 @@ func TestConcurrentClients(t *testing.T) {
 	committed := make([]chan string, editors)
 	for i := 0; i < editors; i++ {
 		c := f.client()
-		if _, err := c.Initialize(control.InitializeParams{PositionEncodings: []string{"utf-8"}}); err != nil {
+		if _, err := c.Initialize("", "", "utf-8"); err != nil {
 			t.Fatal(err)
 		}
 		committed[i] = make(chan string, 1000)
@@ -46,7 +47,7 @@ func TestConcurrentClients(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.OpenBuffer(control.DidOpenParams{Path: path, Version: 1, Text: ""}); err != nil {
+			if err := c.OpenBuffer(path, 1, ""); err != nil {
 				fail <- err.Error()
 				return
 			}
@@ -56,8 +57,7 @@ func TestConcurrentClients(t *testing.T) {
 				at := strings.Count(text, "\n")
 				text += line
 				length := int64(len(text))
-				ok, err := c.ChangeBuffer(control.DidChangeParams{Path: path, Version: int64(v), Length: &length,
-					Changes: []control.TextChange{{Range: &control.Range{Start: control.Position{Line: at}, End: control.Position{Line: at}}, Text: line}}})
+				ok, err := c.ChangeBuffer(path, int64(v), []buffers.Edit{{Range: buffers.Range{Start: buffers.Position{Line: at}, End: buffers.Position{Line: at}}, Text: line}}, length)
 				if err != nil || !ok {
 					fail <- fmt.Sprintf("%s v%d: applied %v, %v", path, v, ok, err)
 					return

@@ -143,7 +143,7 @@ func TestKilledDaemon(t *testing.T) {
 		t.Fatalf("the new daemon's mount: %q %v", b, err)
 	}
 	c := f.client()
-	st, err := c.Status(statusAll)
+	st, err := c.Status("")
 	if err != nil || len(st) != 2 {
 		t.Fatalf("status through the new daemon's socket: %v %v", st, err)
 	}
@@ -179,7 +179,7 @@ func TestStaleSocket(t *testing.T) {
 		t.Fatalf("status with a stale socket: %s", r)
 	}
 	f.serve("")
-	if _, err := f.client().Status(statusAll); err != nil {
+	if _, err := f.client().Status(""); err != nil {
 		t.Fatalf("the new daemon does not answer: %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestSecondDaemon(t *testing.T) {
 		!strings.Contains(r.err, fmt.Sprintf("pid %d", d.cmd.Process.Pid)) || strings.Count(r.err, "\n") != 1 {
 		t.Fatalf("second serve: %s", r)
 	}
-	if _, err := f.client().Status(statusAll); err != nil {
+	if _, err := f.client().Status(""); err != nil {
 		t.Fatalf("the first daemon after the refusal: %v", err)
 	}
 }
@@ -227,7 +227,7 @@ func TestSocketPermissions(t *testing.T) {
 	if !strings.Contains(out, `"code":-32001`) || !strings.Contains(out, "serves uid 0 only") {
 		t.Fatalf("another user, permissions open: %q, want a refusal", out)
 	}
-	if _, err := f.client().Status(statusAll); err != nil {
+	if _, err := f.client().Status(""); err != nil {
 		t.Fatalf("the owner after the refusal: %v", err)
 	}
 }
@@ -275,7 +275,7 @@ func TestLongStatePath(t *testing.T) {
 	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("no socket at %s: %v", sock, err)
 	}
-	if _, err := f.client().Status(statusAll); err != nil {
+	if _, err := f.client().Status(""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/draftfs/draftfs/protocol/control"
 )
 
-var statusAll = control.PathsParams{}
-
 // agent returns a view of the daemon's draft that writes as an MCP front
 // end would.
 func (f *fixture) agent() *control.Files {
@@ -280,7 +278,7 @@ func TestBuffers(t *testing.T) {
 	if r := f.ok("buffer", "list", "--json"); !strings.Contains(r.out, `"version": 2`) {
 		t.Fatalf("buffer list --json: %s", r)
 	}
-	read, err := f.client().Read(control.ReadParams{Path: "b.txt"})
+	read, err := f.client().Read("", "b.txt")
 	if err != nil || read.Text != "editor 2\n" {
 		t.Fatalf("the merged view shows %+v, %v", read, err)
 	}

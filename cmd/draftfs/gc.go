@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/control"
 )
 
 var (
@@ -40,7 +39,7 @@ state that predates it.
 			return err
 		}
 		defer s.close()
-		res, err := s.GC(control.GCParams{Draft: s.cfg.draft, DryRun: flagGCDryRun})
+		res, err := s.GC(s.cfg.draft, flagGCDryRun)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/control"
 )
 
 var (
@@ -52,11 +51,11 @@ element with id 0 holds the changes since the last checkpoint.`,
 			return err
 		}
 		defer s.close()
-		entries, err := s.Log(control.DraftParams{Draft: s.cfg.draft})
+		entries, err := s.Log(s.cfg.draft)
 		if err != nil {
 			return err
 		}
-		cps, err := s.Timeline(control.DraftParams{Draft: s.cfg.draft})
+		cps, err := s.Timeline(s.cfg.draft)
 		if err != nil {
 			return err
 		}
@@ -72,7 +71,7 @@ element with id 0 holds the changes since the last checkpoint.`,
 				if i+1 < len(steps) {
 					from = steps[i+1].ID
 				}
-				diffs, err := s.DiffRange(control.RangeParams{Draft: s.cfg.draft, From: from, To: st.ID})
+				diffs, err := s.DiffRange(s.cfg.draft, from, st.ID)
 				if err != nil {
 					return err
 				}

@@ -52,7 +52,7 @@ func chooseHunks(s *session, paths []string, verb string) ([]string, error) {
 	if !isTerminal(os.Stdin) || !isTerminal(os.Stdout) {
 		return nil, errNoTerminal(verb)
 	}
-	diffs, err := s.Diff(control.PathsParams{Draft: s.cfg.draft, Paths: paths})
+	diffs, err := s.Diff(s.cfg.draft, control.DiffOptions{Paths: paths})
 	if err != nil {
 		return nil, err
 	}

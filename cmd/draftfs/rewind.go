@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/draftfs/draftfs/protocol/control"
 )
 
 var flagRewindJSON bool
@@ -39,7 +37,7 @@ at work) refuses the rewind.
 			return err
 		}
 		defer s.close()
-		cp, err := s.Rewind(control.RewindParams{Draft: s.cfg.draft, Checkpoint: id})
+		cp, err := s.Rewind(s.cfg.draft, id)
 		if err != nil {
 			return err
 		}

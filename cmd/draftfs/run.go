@@ -225,7 +225,7 @@ func runMount(cfg *config) (dir string, stop func() error, step stepFunc, err er
 	for attempt := 0; ; attempt++ {
 		c, err := control.Dial(cfg.socket())
 		if err == nil {
-			dir, err := c.Mount(control.DraftParams{Draft: cfg.draft})
+			dir, err := c.Mount(cfg.draft)
 			if err != nil {
 				c.Close()
 				return "", nil, nil, err

@@ -109,7 +109,7 @@ func viewConfig(v *mounts.View, draft string, draftSet bool) (*config, error) {
 		return nil, fmt.Errorf("%s is a draftfs mount whose daemon does not answer (%w): unmount it with draftfs unmount %s", v.Mountpoint, err, v.Mountpoint)
 	}
 	defer c.Close()
-	res, err := c.Initialize(control.InitializeParams{ClientInfo: control.Implementation{Name: "draftfs", Version: version()}})
+	res, err := c.Initialize("draftfs", version())
 	if err != nil {
 		return nil, fmt.Errorf("the daemon of the draftfs mount %s: %w", v.Mountpoint, err)
 	}
@@ -312,7 +312,7 @@ type stepFunc func(a overlay.Author, label string, run []string) (end func())
 // clientStep is stepFunc over a daemon's control connection.
 func clientStep(c *control.Client, draft string) stepFunc {
 	return func(a overlay.Author, label string, run []string) func() {
-		end, err := c.BeginStep(control.StepParams{Draft: draft, Author: a, Label: label, Run: run})
+		end, err := c.BeginStep(draft, a, label, run)
 		if err != nil {
 			logf("the draft's timeline: %v", err)
 			return func() {}

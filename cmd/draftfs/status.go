@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/overlay"
-	"github.com/draftfs/draftfs/protocol/control"
 )
 
 var (
@@ -68,7 +67,7 @@ path listed; "fold" is the line an ignored path is folded into,
 			return err
 		}
 		defer s.close()
-		st, err := s.Status(control.PathsParams{Draft: s.cfg.draft, Paths: paths})
+		st, err := s.Status(s.cfg.draft, paths...)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/draftfs/draftfs/protocol/control"
 )
 
 var undoCmd = &cobra.Command{
@@ -24,7 +22,7 @@ those changes), or when the draft has new changes at the same paths.`,
 			return err
 		}
 		defer s.close()
-		res, err := s.Undo(control.SourceParams{Draft: s.cfg.draft})
+		res, err := s.Undo(s.cfg.draft)
 		if err != nil {
 			return err
 		}

@@ -26,18 +26,18 @@ func TestReviewAuthors(t *testing.T) {
 		return c
 	}
 	cli, editor := connect(), connect()
-	_, err = editor.Initialize(InitializeParams{ClientInfo: Implementation{Name: "test-editor"}})
+	_, err = editor.Initialize("test-editor", "")
 	must(t, err)
-	must(t, editor.OpenBuffer(DidOpenParams{Path: filepath.Join(ws.Root(), "c.txt"), Version: 1, Text: "c\n"}))
+	must(t, editor.OpenBuffer(filepath.Join(ws.Root(), "c.txt"), 1, "c\n"))
 	f, err := NewFiles(connect(), "", overlay.SourceMCP)
 	must(t, err)
 	must(t, f.WriteFile("a.txt", []byte("a\n"), 0o644))
 	must(t, f.WriteFile("b.txt", []byte("b\n"), 0o644))
-	_, err = cli.Commit(CommitParams{Paths: []string{"a.txt"}}, nil)
+	_, err = cli.Commit("", CommitOptions{Paths: []string{"a.txt"}}, nil)
 	must(t, err)
-	_, err = editor.Discard(DiscardParams{Paths: []string{"b.txt"}})
+	_, err = editor.Discard("", DiscardOptions{Paths: []string{"b.txt"}})
 	must(t, err)
-	log, err := cli.Log(DraftParams{})
+	log, err := cli.Log("")
 	must(t, err)
 	var got []string
 	for _, l := range log {

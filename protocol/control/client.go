@@ -152,40 +152,62 @@ func (c *Client) Watch(fn func(ChangeNotice)) (stop func()) {
 	}
 }
 
-// Initialize starts a session: the daemon then sends change
-// notifications, and buffer ranges count in the negotiated encoding.
-func (c *Client) Initialize(p InitializeParams) (*InitializeResult, error) {
+// Initialize starts a session as the client name (and version, may be
+// ""): the daemon then sends change notifications, and buffer ranges
+// count in the first of encodings ("utf-8", "utf-16") the daemon can
+// use (none: "utf-16", as in LSP).
+func (c *Client) Initialize(name, version string, encodings ...string) (*InitializeResult, error) {
+	p := initializeParams{ClientInfo: Implementation{Name: name, Version: version}, PositionEncodings: encodings}
 	var res InitializeResult
 	return &res, c.Call(context.Background(), "initialize", p, &res)
 }
 
-// Status lists the draft's changes.
-func (c *Client) Status(p PathsParams) ([]overlay.StatusEntry, error) {
+// The draft argument of the methods below names a draft of the
+// workspace; "" is the daemon's.
+
+// Status lists the draft's changes at paths (none: all of them).
+func (c *Client) Status(draft string, paths ...string) ([]overlay.StatusEntry, error) {
 	var res []overlay.StatusEntry
-	return res, c.Call(context.Background(), "draft/status", p, &res)
+	return res, c.Call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
+}
+
+// DiffOptions choose what Diff shows.
+type DiffOptions struct {
+	Paths []string // none: every change
+	// Ignored gives the patches of what git ignores too.
+	Ignored bool
+	// Annotate says, for each hunk, which checkpoint last wrote it and
+	// who (overlay.Annotation).
+	Annotate bool
 }
 
 // Diff returns the draft's changes as unified diffs.
-func (c *Client) Diff(p PathsParams) ([]overlay.FileDiff, error) {
+func (c *Client) Diff(draft string, o DiffOptions) ([]overlay.FileDiff, error) {
+	p := pathsParams{Draft: draft, Paths: o.Paths, Ignored: o.Ignored, Annotate: o.Annotate}
 	var res []overlay.FileDiff
 	return res, c.Call(context.Background(), "draft/diff", p, &res)
 }
 
-// Read returns a file of the merged view.
-func (c *Client) Read(p ReadParams) (*ReadResult, error) {
+// Read returns the file at path of the draft's merged view.
+func (c *Client) Read(draft, path string) (*ReadResult, error) {
 	var res ReadResult
-	return &res, c.Call(context.Background(), "draft/read", p, &res)
+	return &res, c.Call(context.Background(), "draft/read", readParams{Draft: draft, Path: path}, &res)
 }
 
-// Hunks returns the hunks of the draft's changes, file by file.
-func (c *Client) Hunks(p PathsParams) ([]FileHunks, error) {
+// Hunks returns the hunks of the draft's changes at paths (none: all),
+// file by file.
+func (c *Client) Hunks(draft string, paths ...string) ([]FileHunks, error) {
 	var res []FileHunks
-	return res, c.Call(context.Background(), "draft/hunks", p, &res)
+	return res, c.Call(context.Background(), "draft/hunks", pathsParams{Draft: draft, Paths: paths}, &res)
 }
 
-// BeginStep begins a step of the draft's timeline; end ends it and
-// returns its checkpoint (nil when the step changed nothing).
-func (c *Client) BeginStep(p StepParams) (end func() (*overlay.Checkpoint, error), err error) {
+// BeginStep begins a step of the draft's timeline by a, labelled label;
+// run, when not nil, is the command the caller starts, whose changes
+// through the daemon's mounts are by it until the step ends. end ends
+// the step and returns its checkpoint (nil when the step changed
+// nothing).
+func (c *Client) BeginStep(draft string, a overlay.Author, label string, run []string) (end func() (*overlay.Checkpoint, error), err error) {
+	p := stepParams{Draft: draft, Author: a, Label: label, Run: run}
 	var res stepResult
 	if err := c.Call(context.Background(), "draft/beginStep", p, &res); err != nil {
 		return nil, err
@@ -197,27 +219,47 @@ func (c *Client) BeginStep(p StepParams) (end func() (*overlay.Checkpoint, error
 }
 
 // Timeline returns the draft's checkpoints, newest first.
-func (c *Client) Timeline(p DraftParams) ([]overlay.Checkpoint, error) {
+func (c *Client) Timeline(draft string) ([]overlay.Checkpoint, error) {
 	var res []overlay.Checkpoint
-	return res, c.Call(context.Background(), "draft/timeline", p, &res)
+	return res, c.Call(context.Background(), "draft/timeline", draftParams{Draft: draft}, &res)
 }
 
-// Rewind puts the draft back as right after a checkpoint.
-func (c *Client) Rewind(p RewindParams) (*overlay.Checkpoint, error) {
+// Rewind puts the draft back as right after the checkpoint id.
+func (c *Client) Rewind(draft string, id uint64) (*overlay.Checkpoint, error) {
 	var res overlay.Checkpoint
-	return &res, c.Call(context.Background(), "draft/rewind", p, &res)
+	return &res, c.Call(context.Background(), "draft/rewind", rewindParams{Draft: draft, Checkpoint: id}, &res)
 }
 
-// DiffRange compares two checkpoints.
-func (c *Client) DiffRange(p RangeParams) ([]overlay.FileDiff, error) {
+// DiffRange compares checkpoint from (0: what is below the draft) with
+// checkpoint to, at paths (none: everywhere).
+func (c *Client) DiffRange(draft string, from, to uint64, paths ...string) ([]overlay.FileDiff, error) {
+	p := rangeParams{Draft: draft, From: from, To: to, Paths: paths}
 	var res []overlay.FileDiff
 	return res, c.Call(context.Background(), "draft/diffRange", p, &res)
+}
+
+// CommitOptions choose what Commit applies and how.
+type CommitOptions struct {
+	Paths []string // none (and no Hunks): every change
+	// Hunks are hunk IDs (from Hunks or Diff) to commit, instead of
+	// Paths.
+	Hunks  []string
+	Force  bool
+	DryRun bool
+	// SkipIgnored leaves out what git ignores (and .git directories).
+	SkipIgnored bool
+	// AllowSetid and AllowOwner commit set-id/sticky bits and owners
+	// other than the disk's (see overlay.CommitOptions).
+	AllowSetid bool
+	AllowOwner bool
 }
 
 // Commit applies the draft. progress, when set, is called as the daemon
 // reports progress. When the commit is refused for conflicts, the
 // report comes back with the error (wrapping overlay.ErrConflict).
-func (c *Client) Commit(p CommitParams, progress func(done, total int)) (*overlay.CommitResult, error) {
+func (c *Client) Commit(draft string, o CommitOptions, progress func(done, total int)) (*overlay.CommitResult, error) {
+	p := commitParams{Draft: draft, Paths: o.Paths, Hunks: o.Hunks, Force: o.Force, DryRun: o.DryRun,
+		SkipIgnored: o.SkipIgnored, AllowSetid: o.AllowSetid, AllowOwner: o.AllowOwner}
 	if progress != nil {
 		p.Progress = true
 		c.mu.Lock()
@@ -243,36 +285,45 @@ func (c *Client) Commit(p CommitParams, progress func(done, total int)) (*overla
 	return &res, nil
 }
 
+// DiscardOptions choose what Discard drops: one of Paths, Hunks (hunk
+// IDs) or All.
+type DiscardOptions struct {
+	Paths []string
+	Hunks []string
+	All   bool
+}
+
 // Discard drops draft changes and returns the paths dropped.
-func (c *Client) Discard(p DiscardParams) ([]string, error) {
+func (c *Client) Discard(draft string, o DiscardOptions) ([]string, error) {
+	p := discardParams{Draft: draft, Paths: o.Paths, Hunks: o.Hunks, All: o.All}
 	var res pathsResult
 	err := c.Call(context.Background(), "draft/discard", p, &res)
 	return res.Paths, err
 }
 
-// Undo reverts the last commit.
-func (c *Client) Undo(p SourceParams) (*overlay.UndoResult, error) {
+// Undo reverts the draft's last commit.
+func (c *Client) Undo(draft string) (*overlay.UndoResult, error) {
 	var res overlay.UndoResult
-	if err := c.Call(context.Background(), "draft/undo", p, &res); err != nil {
+	if err := c.Call(context.Background(), "draft/undo", sourceParams{Draft: draft}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// GC drops what the draft's state no longer needs, or with DryRun says
+// GC drops what the draft's state no longer needs, or with dryRun says
 // what it holds and what would go.
-func (c *Client) GC(p GCParams) (*overlay.GCResult, error) {
+func (c *Client) GC(draft string, dryRun bool) (*overlay.GCResult, error) {
 	var res overlay.GCResult
-	if err := c.Call(context.Background(), "draft/gc", p, &res); err != nil {
+	if err := c.Call(context.Background(), "draft/gc", gcParams{Draft: draft, DryRun: dryRun}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
 // Log returns the draft's history.
-func (c *Client) Log(p DraftParams) ([]overlay.LogEntry, error) {
+func (c *Client) Log(draft string) ([]overlay.LogEntry, error) {
 	var res []overlay.LogEntry
-	return res, c.Call(context.Background(), "draft/log", p, &res)
+	return res, c.Call(context.Background(), "draft/log", draftParams{Draft: draft}, &res)
 }
 
 // Drafts lists the workspace's drafts (draft/list).
@@ -283,19 +334,30 @@ func (c *Client) Drafts() ([]DraftInfo, error) {
 
 // Mount has the daemon mount the draft's merged view if it is not, and
 // returns where it is.
-func (c *Client) Mount(p DraftParams) (string, error) {
+func (c *Client) Mount(draft string) (string, error) {
 	var res mountResult
-	err := c.Call(context.Background(), "draft/mount", p, &res)
+	err := c.Call(context.Background(), "draft/mount", draftParams{Draft: draft}, &res)
 	return res.Mount, err
 }
 
-// OpenBuffer opens or replaces a buffer.
-func (c *Client) OpenBuffer(p DidOpenParams) error {
-	return c.Call(context.Background(), "buffer/didOpen", p, nil)
+// OpenBuffer opens or replaces the buffer of path with text at version.
+func (c *Client) OpenBuffer(path string, version int64, text string) error {
+	return c.Call(context.Background(), "buffer/didOpen", didOpenParams{Path: path, Version: version, Text: text}, nil)
 }
 
-// ChangeBuffer changes an open buffer; false: the version was stale.
-func (c *Client) ChangeBuffer(p DidChangeParams) (bool, error) {
+// ChangeBuffer applies edits in order to the open buffer of path, making
+// it version; false: the version was stale. length, when not negative,
+// is the byte length of the result, so drift shows as a CodeResync
+// error. Ranges count in the encoding Initialize negotiated.
+func (c *Client) ChangeBuffer(path string, version int64, edits []buffers.Edit, length int64) (bool, error) {
+	p := didChangeParams{Path: path, Version: version, Changes: make([]textChange, len(edits))}
+	for i, e := range edits {
+		r := wireRange(e.Range)
+		p.Changes[i] = textChange{Range: &r, Text: e.Text}
+	}
+	if length >= 0 {
+		p.Length = &length
+	}
 	var res didChangeResult
 	err := c.Call(context.Background(), "buffer/didChange", p, &res)
 	return res.Applied, err

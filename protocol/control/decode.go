@@ -13,25 +13,25 @@ import (
 	"github.com/draftfs/draftfs/overlay"
 )
 
-func (p DraftParams) ref() (string, string)     { return p.Draft, "" }
-func (p GCParams) ref() (string, string)        { return p.Draft, "" }
-func (p SourceParams) ref() (string, string)    { return p.Draft, p.Source }
-func (p PathsParams) ref() (string, string)     { return p.Draft, "" }
-func (p ReadParams) ref() (string, string)      { return p.Draft, "" }
-func (p CommitParams) ref() (string, string)    { return p.Draft, p.Source }
-func (p DiscardParams) ref() (string, string)   { return p.Draft, p.Source }
+func (p draftParams) ref() (string, string)     { return p.Draft, "" }
+func (p gcParams) ref() (string, string)        { return p.Draft, "" }
+func (p sourceParams) ref() (string, string)    { return p.Draft, p.Source }
+func (p pathsParams) ref() (string, string)     { return p.Draft, "" }
+func (p readParams) ref() (string, string)      { return p.Draft, "" }
+func (p commitParams) ref() (string, string)    { return p.Draft, p.Source }
+func (p discardParams) ref() (string, string)   { return p.Draft, p.Source }
 func (p fsParams) ref() (string, string)        { return p.Draft, p.Source }
 func (p fsRenameParams) ref() (string, string)  { return p.Draft, p.Source }
 func (p fsDiscardParams) ref() (string, string) { return p.Draft, p.Source }
 
-func (p CommitParams) check() error {
+func (p commitParams) check() error {
 	if len(p.Hunks) > 0 && len(p.Paths) > 0 {
 		return invalidParams(`draft/commit: give "paths" or "hunks", not both`)
 	}
 	return nil
 }
 
-func (p DiscardParams) check() error {
+func (p discardParams) check() error {
 	given := 0
 	for _, g := range []bool{p.All, len(p.Paths) > 0, len(p.Hunks) > 0} {
 		if g {
@@ -45,10 +45,10 @@ func (p DiscardParams) check() error {
 }
 
 func (p bufferParams) bufferPath() string    { return p.Path }
-func (p DidOpenParams) bufferPath() string   { return p.Path }
-func (p DidChangeParams) bufferPath() string { return p.Path }
+func (p didOpenParams) bufferPath() string   { return p.Path }
+func (p didChangeParams) bufferPath() string { return p.Path }
 
-func (p DidChangeParams) check() error {
+func (p didChangeParams) check() error {
 	switch {
 	case p.Text != nil && p.Changes != nil:
 		return invalidParams(`buffer/didChange: give "text" or "changes", not both`)

@@ -30,7 +30,7 @@ var _ agent.Files = (*Files)(nil)
 // and returns the merged view of draft ("": the daemon's), logging
 // changes as src.
 func NewFiles(c *Client, draft string, src overlay.Source) (*Files, error) {
-	res, err := c.Initialize(InitializeParams{ClientInfo: Implementation{Name: "draftfs " + string(src)}})
+	res, err := c.Initialize("draftfs "+string(src), "")
 	if err != nil {
 		return nil, err
 	}
@@ -141,12 +141,12 @@ func (f *Files) Discard(keys []string) error {
 
 // Status implements agent.Files.
 func (f *Files) Status(keys ...string) ([]overlay.StatusEntry, error) {
-	return f.c.Status(PathsParams{Draft: f.draft, Paths: keys})
+	return f.c.Status(f.draft, keys...)
 }
 
 // Diff implements agent.Files.
 func (f *Files) Diff(keys ...string) ([]overlay.FileDiff, error) {
-	return f.c.Diff(PathsParams{Draft: f.draft, Paths: keys})
+	return f.c.Diff(f.draft, DiffOptions{Paths: keys})
 }
 
 // Watch implements agent.Files: changes to this draft's merged view,

@@ -63,7 +63,7 @@ func init() {
 }
 
 func (cn *conn) initialize(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p InitializeParams
+	var p initializeParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func onBuffer[P bufferRequest](op func(*conn, P, string) (any, error), required 
 	}
 }
 
-func (cn *conn) didOpen(p DidOpenParams, key string) (any, error) {
+func (cn *conn) didOpen(p didOpenParams, key string) (any, error) {
 	if err := cn.s.ws.Buffers().Open(key, p.Version, []byte(p.Text)); err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (cn *conn) didOpen(p DidOpenParams, key string) (any, error) {
 	return nil, nil
 }
 
-func (cn *conn) didChange(p DidChangeParams, key string) (any, error) {
+func (cn *conn) didChange(p didChangeParams, key string) (any, error) {
 	bufs := cn.s.ws.Buffers()
 	if p.Text == nil && len(p.Changes) == 1 && p.Changes[0].Range == nil {
 		p.Text = &p.Changes[0].Text
@@ -168,13 +168,7 @@ func (cn *conn) didChange(p DidChangeParams, key string) (any, error) {
 		if c.Range == nil {
 			return nil, invalidParams(`buffer/didChange: change %d has no "range": a full-text change must be the only one`, i)
 		}
-		edits[i] = buffers.Edit{
-			Range: buffers.Range{
-				Start: buffers.Position{Line: c.Range.Start.Line, Character: c.Range.Start.Character},
-				End:   buffers.Position{Line: c.Range.End.Line, Character: c.Range.End.Character},
-			},
-			Text: c.Text,
-		}
+		edits[i] = buffers.Edit{Range: c.Range.buffers(), Text: c.Text}
 	}
 	length := int64(-1)
 	if p.Length != nil {

@@ -21,7 +21,7 @@ const readLimit = maxClientMessage / 2
 // progressEvery is how often a running commit reports progress.
 const progressEvery = 100 * time.Millisecond
 
-func (cn *conn) status(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) status(p pathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	keys, err := cn.s.names(d, p.Paths)
 	if err != nil {
 		return nil, err
@@ -33,12 +33,12 @@ func (cn *conn) status(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, 
 	return st, err
 }
 
-func (cn *conn) diff(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) diff(p pathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	return cn.s.diffs(p, d)
 }
 
 // diffs answers draft/diff, and gives draft/hunks what it lists.
-func (s *Server) diffs(p PathsParams, d *overlay.Draft) ([]overlay.FileDiff, error) {
+func (s *Server) diffs(p pathsParams, d *overlay.Draft) ([]overlay.FileDiff, error) {
 	keys, err := s.names(d, p.Paths)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (s *Server) diffs(p PathsParams, d *overlay.Draft) ([]overlay.FileDiff, err
 	return diffs, err
 }
 
-func (cn *conn) hunks(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) hunks(p pathsParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	diffs, err := cn.s.diffs(p, d)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func (cn *conn) hunks(p PathsParams, d *overlay.Draft, _ overlay.Source) (any, e
 	return out, nil
 }
 
-func (cn *conn) read(p ReadParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) read(p readParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	key, err := d.Resolve(p.Path)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (cn *conn) read(p ReadParams, d *overlay.Draft, _ overlay.Source) (any, err
 	return ReadResult{Path: key, Data: b, Binary: true}, nil
 }
 
-func (cn *conn) commit(p CommitParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) commit(p commitParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	keys, err := cn.s.names(d, p.Paths)
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (cn *conn) reportProgress(opts *overlay.CommitOptions) (stop func()) {
 	}
 }
 
-func (cn *conn) discard(p DiscardParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) discard(p discardParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	if len(p.Hunks) > 0 {
 		taken, err := d.DiscardHunks(p.Hunks, src)
 		if err != nil {
@@ -198,15 +198,15 @@ func (cn *conn) discard(p DiscardParams, d *overlay.Draft, src overlay.Source) (
 	return pathsResult{Paths: dropped}, nil
 }
 
-func (cn *conn) undo(_ SourceParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) undo(_ sourceParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	return d.Undo(src)
 }
 
-func (cn *conn) gc(p GCParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) gc(p gcParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	return d.GC(p.DryRun)
 }
 
-func (cn *conn) log(_ DraftParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) log(_ draftParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	entries, err := d.Log()
 	if entries == nil && err == nil {
 		entries = []overlay.LogEntry{}
@@ -215,7 +215,7 @@ func (cn *conn) log(_ DraftParams, d *overlay.Draft, _ overlay.Source) (any, err
 }
 
 func (cn *conn) mount(_ context.Context, req *jsonrpc2.Request) (any, error) {
-	var p DraftParams
+	var p draftParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}

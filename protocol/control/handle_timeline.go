@@ -9,9 +9,9 @@ import (
 	"github.com/draftfs/draftfs/overlay"
 )
 
-// StepParams begin a step of the draft's timeline (draft/beginStep):
+// stepParams begin a step of the draft's timeline (draft/beginStep):
 // what changes until draft/endStep makes one checkpoint by Author.
-type StepParams struct {
+type stepParams struct {
 	Draft  string         `json:"draft,omitempty"`
 	Author overlay.Author `json:"author"`
 	Label  string         `json:"label,omitempty"`
@@ -33,25 +33,25 @@ type endStepParams struct {
 	Step uint64 `json:"step"`
 }
 
-// RewindParams name the checkpoint draft/rewind puts the draft back to.
-type RewindParams struct {
+// rewindParams name the checkpoint draft/rewind puts the draft back to.
+type rewindParams struct {
 	Draft      string `json:"draft,omitempty"`
 	Checkpoint uint64 `json:"checkpoint"`
 	Source     string `json:"source,omitempty"`
 }
 
-// RangeParams choose two checkpoints to compare (draft/diffRange; From
+// rangeParams choose two checkpoints to compare (draft/diffRange; From
 // 0: what is below the draft).
-type RangeParams struct {
+type rangeParams struct {
 	Draft string   `json:"draft,omitempty"`
 	From  uint64   `json:"from"`
 	To    uint64   `json:"to"`
 	Paths []string `json:"paths,omitempty"`
 }
 
-func (p StepParams) ref() (string, string)   { return p.Draft, "" }
-func (p RewindParams) ref() (string, string) { return p.Draft, p.Source }
-func (p RangeParams) ref() (string, string)  { return p.Draft, "" }
+func (p stepParams) ref() (string, string)   { return p.Draft, "" }
+func (p rewindParams) ref() (string, string) { return p.Draft, p.Source }
+func (p rangeParams) ref() (string, string)  { return p.Draft, "" }
 
 // steps are a connection's steps under way, ended when it ends: a
 // `draftfs run` killed must not hold the draft's checkpoints back.
@@ -91,7 +91,7 @@ func (s *steps) endAll() {
 	}
 }
 
-func (cn *conn) beginStep(p StepParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) beginStep(p stepParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	if p.Author.Source == "" {
 		p.Author.Source = overlay.SourceCLI
 	}
@@ -125,15 +125,15 @@ func (cn *conn) endStep(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	return end()
 }
 
-func (cn *conn) timeline(_ DraftParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) timeline(_ draftParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	return d.Timeline()
 }
 
-func (cn *conn) rewind(p RewindParams, d *overlay.Draft, src overlay.Source) (any, error) {
+func (cn *conn) rewind(p rewindParams, d *overlay.Draft, src overlay.Source) (any, error) {
 	return d.Rewind(p.Checkpoint, overlay.Author{Source: src})
 }
 
-func (cn *conn) diffRange(p RangeParams, d *overlay.Draft, _ overlay.Source) (any, error) {
+func (cn *conn) diffRange(p rangeParams, d *overlay.Draft, _ overlay.Source) (any, error) {
 	keys, err := cn.s.names(d, p.Paths)
 	if err != nil {
 		return nil, err

@@ -21,35 +21,35 @@ func TestHunks(t *testing.T) {
 	must(t, err)
 	agent := strings.Replace(strings.Replace(base, "2\n", "two\n", 1), "15\n", "fifteen\n", 1)
 	must(t, f.WriteFile("f.txt", []byte(agent), 0o644))
-	fh, err := c.Hunks(PathsParams{})
+	fh, err := c.Hunks("")
 	must(t, err)
 	if len(fh) != 1 || len(fh[0].Hunks) != 2 || fh[0].Path != "f.txt" {
 		t.Fatalf("hunks %+v", fh)
 	}
 	first, second := fh[0].Hunks[0], fh[0].Hunks[1]
-	if _, err := c.Commit(CommitParams{Hunks: []string{second.ID}, Paths: []string{"f.txt"}}, nil); err == nil {
+	if _, err := c.Commit("", CommitOptions{Hunks: []string{second.ID}, Paths: []string{"f.txt"}}, nil); err == nil {
 		t.Fatal("commit with paths and hunks: no error")
 	}
-	_, err = c.Commit(CommitParams{Hunks: []string{second.ID}}, nil)
+	_, err = c.Commit("", CommitOptions{Hunks: []string{second.ID}}, nil)
 	must(t, err)
 	if b, _ := os.ReadFile(filepath.Join(e.root, "f.txt")); string(b) != strings.Replace(base, "15\n", "fifteen\n", 1) {
 		t.Fatalf("disk: %q", b)
 	}
-	if _, err := c.Discard(DiscardParams{Hunks: []string{second.ID}}); !errors.Is(err, overlay.ErrNoHunk) {
+	if _, err := c.Discard("", DiscardOptions{Hunks: []string{second.ID}}); !errors.Is(err, overlay.ErrNoHunk) {
 		t.Fatalf("discard of a committed hunk: %v", err)
 	}
-	fh, err = c.Hunks(PathsParams{})
+	fh, err = c.Hunks("")
 	must(t, err)
 	// The disk changed: the hunk left has another ID.
 	if len(fh) != 1 || len(fh[0].Hunks) != 1 || fh[0].Hunks[0].Text != first.Text || fh[0].Hunks[0].ID == first.ID {
 		t.Fatalf("hunks after: %+v (first was %+v)", fh, first)
 	}
-	dropped, err := c.Discard(DiscardParams{Hunks: []string{fh[0].Hunks[0].ID}})
+	dropped, err := c.Discard("", DiscardOptions{Hunks: []string{fh[0].Hunks[0].ID}})
 	must(t, err)
 	if len(dropped) != 1 || dropped[0] != "f.txt" {
 		t.Fatalf("discard: %v", dropped)
 	}
-	if st, _ := c.Status(PathsParams{}); len(st) != 0 {
+	if st, _ := c.Status(""); len(st) != 0 {
 		t.Fatalf("status: %+v", st)
 	}
 }

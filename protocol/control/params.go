@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -12,8 +13,8 @@ type Implementation struct {
 	Version string `json:"version,omitempty"`
 }
 
-// InitializeParams start a session.
-type InitializeParams struct {
+// initializeParams start a session.
+type initializeParams struct {
 	ClientInfo Implementation `json:"clientInfo"`
 	// PositionEncodings the client can use, preferred first: "utf-8",
 	// "utf-16". None: "utf-16", as in LSP.
@@ -34,39 +35,53 @@ type bufferParams struct {
 	Path string `json:"path"`
 }
 
-// DidOpenParams open or replace a buffer.
-type DidOpenParams struct {
+// didOpenParams open or replace a buffer.
+type didOpenParams struct {
 	Path    string `json:"path"`
 	Version int64  `json:"version"`
 	Text    string `json:"text"`
 }
 
-// Position is 0-based, its character counted in the negotiated encoding.
-type Position struct {
+// position is 0-based, its character counted in the negotiated encoding.
+type position struct {
 	Line      int `json:"line"`
 	Character int `json:"character"`
 }
 
-// Range is from Start to End.
-type Range struct {
-	Start Position `json:"start"`
-	End   Position `json:"end"`
+// textRange is from Start to End.
+type textRange struct {
+	Start position `json:"start"`
+	End   position `json:"end"`
 }
 
-// TextChange replaces Range with Text; without Range, the whole text.
-type TextChange struct {
-	Range *Range `json:"range,omitempty"`
-	Text  string `json:"text"`
+func wireRange(r buffers.Range) textRange {
+	return textRange{
+		Start: position{Line: r.Start.Line, Character: r.Start.Character},
+		End:   position{Line: r.End.Line, Character: r.End.Character},
+	}
 }
 
-// DidChangeParams change a buffer: Text replaces it whole, or Changes
+func (r textRange) buffers() buffers.Range {
+	return buffers.Range{
+		Start: buffers.Position{Line: r.Start.Line, Character: r.Start.Character},
+		End:   buffers.Position{Line: r.End.Line, Character: r.End.Character},
+	}
+}
+
+// textChange replaces Range with Text; without Range, the whole text.
+type textChange struct {
+	Range *textRange `json:"range,omitempty"`
+	Text  string     `json:"text"`
+}
+
+// didChangeParams change a buffer: Text replaces it whole, or Changes
 // edit it in order. Length, when given, is the byte length of the
 // result, so drift shows as a CodeResync error.
-type DidChangeParams struct {
+type didChangeParams struct {
 	Path    string       `json:"path"`
 	Version int64        `json:"version"`
 	Text    *string      `json:"text,omitempty"`
-	Changes []TextChange `json:"changes,omitempty"`
+	Changes []textChange `json:"changes,omitempty"`
 	Length  *int64       `json:"length,omitempty"`
 }
 
@@ -76,26 +91,26 @@ type didChangeResult struct {
 	Applied bool `json:"applied"`
 }
 
-// DraftParams choose a draft ("": the daemon's).
-type DraftParams struct {
+// draftParams choose a draft ("": the daemon's).
+type draftParams struct {
 	Draft string `json:"draft,omitempty"`
 }
 
-// GCParams choose a draft to collect, and whether only to report.
-type GCParams struct {
+// gcParams choose a draft to collect, and whether only to report.
+type gcParams struct {
 	Draft  string `json:"draft,omitempty"`
 	DryRun bool   `json:"dryRun,omitempty"`
 }
 
-// SourceParams choose a draft and name who acts, for the log ("cli",
+// sourceParams choose a draft and name who acts, for the log ("cli",
 // "editor", "acp", "mcp"; default "cli").
-type SourceParams struct {
+type sourceParams struct {
 	Draft  string `json:"draft,omitempty"`
 	Source string `json:"source,omitempty"`
 }
 
-// PathsParams choose paths of a draft (none: all).
-type PathsParams struct {
+// pathsParams choose paths of a draft (none: all).
+type pathsParams struct {
 	Draft string   `json:"draft,omitempty"`
 	Paths []string `json:"paths,omitempty"`
 	// Ignored: draft/diff gives the patches of what git ignores too.
@@ -105,8 +120,8 @@ type PathsParams struct {
 	Annotate bool `json:"annotate,omitempty"`
 }
 
-// ReadParams name a file of the merged view.
-type ReadParams struct {
+// readParams name a file of the merged view.
+type readParams struct {
 	Draft string `json:"draft,omitempty"`
 	Path  string `json:"path"`
 }
@@ -120,8 +135,8 @@ type ReadResult struct {
 	Binary bool `json:"binary,omitempty"`
 }
 
-// CommitParams choose what to commit and how.
-type CommitParams struct {
+// commitParams choose what to commit and how.
+type commitParams struct {
 	Draft string   `json:"draft,omitempty"`
 	Paths []string `json:"paths,omitempty"`
 	// Hunks are hunk IDs (from draft/hunks or draft/diff) to commit,
@@ -146,8 +161,8 @@ type progressParams struct {
 	Total int `json:"total"`
 }
 
-// DiscardParams choose what to discard: Paths, or everything with All.
-type DiscardParams struct {
+// discardParams choose what to discard: Paths, or everything with All.
+type discardParams struct {
 	Draft string   `json:"draft,omitempty"`
 	Paths []string `json:"paths,omitempty"`
 	// Hunks are hunk IDs to discard, instead of Paths.

@@ -35,7 +35,7 @@ func TestStatusLargeResult(t *testing.T) {
 	if b, _ := json.Marshal(want); len(b) < bigParams {
 		t.Fatalf("the status is %d bytes: too small to test", len(b))
 	}
-	got, err := e.client(t).Status(PathsParams{})
+	got, err := e.client(t).Status("")
 	must(t, err)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the client got %d entries, not the %d of the draft's status", len(got), len(want))
@@ -74,11 +74,11 @@ func TestLargeResultAllocates(t *testing.T) {
 	defer c.Close()
 	go largeAnswer(b, result, nil)
 	var got []overlay.StatusEntry
-	must(t, c.Call(context.Background(), "draft/status", PathsParams{}, &got)) // warm up
+	must(t, c.Call(context.Background(), "draft/status", pathsParams{}, &got)) // warm up
 	got = nil
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	must(t, c.Call(context.Background(), "draft/status", PathsParams{}, &got))
+	must(t, c.Call(context.Background(), "draft/status", pathsParams{}, &got))
 	runtime.ReadMemStats(&after)
 	if !reflect.DeepEqual(got, entries) {
 		t.Fatalf("got %d entries, not the %d sent", len(got), len(entries))
@@ -113,7 +113,7 @@ func TestLargeResultAbandoned(t *testing.T) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- c.Call(ctx, "draft/status", PathsParams{}, new([]string)) }()
+	go func() { done <- c.Call(ctx, "draft/status", pathsParams{}, new([]string)) }()
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("a cancelled call returned no error")
@@ -122,7 +122,7 @@ func TestLargeResultAbandoned(t *testing.T) {
 	<-answered
 	// A second call's answer comes after the first's was read.
 	var got []string
-	must(t, c.Call(context.Background(), "draft/status", PathsParams{}, &got))
+	must(t, c.Call(context.Background(), "draft/status", pathsParams{}, &got))
 	<-answered
 	c.stream.smu.Lock()
 	defer c.stream.smu.Unlock()

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,18 +55,18 @@ func TestBufferEncodings(t *testing.T) {
 		t.Run(enc, func(t *testing.T) {
 			e := newEnv(t)
 			c := e.client(t)
-			if res, err := c.Initialize(InitializeParams{PositionEncodings: []string{enc}}); err != nil || res.PositionEncoding != enc {
+			if res, err := c.Initialize("", "", enc); err != nil || res.PositionEncoding != enc {
 				t.Fatalf("initialize: %+v %v", res, err)
 			}
-			if err := c.OpenBuffer(DidOpenParams{Path: "u.txt", Version: 1, Text: "😀x\n"}); err != nil {
+			if err := c.OpenBuffer("u.txt", 1, "😀x\n"); err != nil {
 				t.Fatal(err)
 			}
 			at := 2 // after the emoji, in UTF-16 units
 			if enc == "utf-8" {
 				at = 4
 			}
-			ok, err := c.ChangeBuffer(DidChangeParams{Path: "u.txt", Version: 2, Changes: []TextChange{{
-				Range: &Range{Start: Position{0, at}, End: Position{0, at + 1}}, Text: "y"}}})
+			ok, err := c.ChangeBuffer("u.txt", 2, []buffers.Edit{{
+				Range: buffers.Range{Start: buffers.Position{Line: 0, Character: at}, End: buffers.Position{Line: 0, Character: at + 1}}, Text: "y"}}, -1)
 			if err != nil || !ok {
 				t.Fatalf("change: %v %v", ok, err)
 			}
@@ -79,20 +80,20 @@ func TestBufferEncodings(t *testing.T) {
 func TestBufferResync(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	if err := c.OpenBuffer(DidOpenParams{Path: "a", Version: 1, Text: "abc"}); err != nil {
+	if err := c.OpenBuffer("a", 1, "abc"); err != nil {
 		t.Fatal(err)
 	}
 	length := int64(99)
-	_, err := c.ChangeBuffer(DidChangeParams{Path: "a", Version: 2, Length: &length,
-		Changes: []TextChange{{Range: &Range{End: Position{0, 1}}, Text: ""}}})
+	_, err := c.ChangeBuffer("a", 2, []buffers.Edit{{Range: buffers.Range{End: buffers.Position{Line: 0, Character: 1}}, Text: ""}}, length)
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Code != CodeResync || !errors.Is(err, buffers.ErrResync) {
 		t.Fatalf("got %v, want a resync error", err)
 	}
-	if ok, err := c.ChangeBuffer(DidChangeParams{Path: "a", Version: 1, Text: ptr("stale")}); ok || err != nil {
-		t.Fatalf("stale version: applied %v, %v", ok, err)
+	var stale didChangeResult // a whole-text change, which the Client does not send
+	if err := c.Call(context.Background(), "buffer/didChange", didChangeParams{Path: "a", Version: 1, Text: ptr("stale")}, &stale); stale.Applied || err != nil {
+		t.Fatalf("stale version: applied %v, %v", stale.Applied, err)
 	}
-	_, err = c.ChangeBuffer(DidChangeParams{Path: "a", Version: 3, Changes: []TextChange{{Range: &Range{Start: Position{0, 2}, End: Position{0, 1}}}}})
+	_, err = c.ChangeBuffer("a", 3, []buffers.Edit{{Range: buffers.Range{Start: buffers.Position{Line: 0, Character: 2}, End: buffers.Position{Line: 0, Character: 1}}}}, -1)
 	if !errors.Is(err, buffers.ErrBadRange) {
 		t.Fatalf("backwards range: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestReview(t *testing.T) {
 	must(t, f.WriteFile("new/file.txt", []byte("hi\n"), 0o600))
 	must(t, f.WriteFile("bin", []byte{0, 1, 2}, 0o644))
 
-	st, err := c.Status(PathsParams{})
+	st, err := c.Status("")
 	must(t, err)
 	got := ""
 	for _, s := range st {
@@ -137,18 +138,18 @@ func TestReview(t *testing.T) {
 	if got != want {
 		t.Fatalf("status %s", got)
 	}
-	diffs, err := c.Diff(PathsParams{Paths: []string{filepath.Join(e.root, "keep.txt")}})
+	diffs, err := c.Diff("", DiffOptions{Paths: []string{filepath.Join(e.root, "keep.txt")}})
 	must(t, err)
 	if len(diffs) != 1 || !strings.Contains(diffs[0].Patch, "-two\n+TWO\n") {
 		t.Fatalf("diff %+v", diffs)
 	}
-	diffs, err = c.Diff(PathsParams{Paths: []string{"bin"}})
+	diffs, err = c.Diff("", DiffOptions{Paths: []string{"bin"}})
 	must(t, err)
 	if len(diffs) != 1 || !diffs[0].Binary || !strings.Contains(diffs[0].Patch, "Binary files") {
 		t.Fatalf("binary diff %+v", diffs)
 	}
 
-	dry, err := c.Commit(CommitParams{DryRun: true}, nil)
+	dry, err := c.Commit("", CommitOptions{DryRun: true}, nil)
 	must(t, err)
 	if !dry.DryRun || len(dry.Applied) < 3 {
 		t.Fatalf("dry run %+v", dry)
@@ -157,7 +158,7 @@ func TestReview(t *testing.T) {
 		t.Fatal("dry run wrote the disk")
 	}
 	var progress [][2]int
-	res, err := c.Commit(CommitParams{Paths: []string{"keep.txt", "new"}}, func(d, n int) { progress = append(progress, [2]int{d, n}) })
+	res, err := c.Commit("", CommitOptions{Paths: []string{"keep.txt", "new"}}, func(d, n int) { progress = append(progress, [2]int{d, n}) })
 	must(t, err)
 	if res.ID == 0 || len(progress) == 0 || progress[len(progress)-1][0] != progress[len(progress)-1][1] {
 		t.Fatalf("commit %+v, progress %v", res, progress)
@@ -165,11 +166,11 @@ func TestReview(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.root, "keep.txt")); string(b) != "one\nTWO\n" {
 		t.Fatalf("disk after commit: %q", b)
 	}
-	st, _ = c.Status(PathsParams{})
+	st, _ = c.Status("")
 	if len(st) != 1 || st[0].Path != "bin" {
 		t.Fatalf("status after commit %+v", st)
 	}
-	u, err := c.Undo(SourceParams{})
+	u, err := c.Undo("")
 	must(t, err)
 	if u.ID != res.ID {
 		t.Fatalf("undo %+v", u)
@@ -177,15 +178,15 @@ func TestReview(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.root, "keep.txt")); string(b) != "one\ntwo\n" {
 		t.Fatalf("disk after undo: %q", b)
 	}
-	if _, err := c.Undo(SourceParams{}); !errors.Is(err, overlay.ErrNothingToUndo) {
+	if _, err := c.Undo(""); !errors.Is(err, overlay.ErrNothingToUndo) {
 		t.Fatalf("second undo: %v", err)
 	}
-	dropped, err := c.Discard(DiscardParams{Paths: []string{"bin"}})
+	dropped, err := c.Discard("", DiscardOptions{Paths: []string{"bin"}})
 	must(t, err)
 	if fmt.Sprint(dropped) != "[bin]" {
 		t.Fatalf("discard %v", dropped)
 	}
-	log, err := c.Log(DraftParams{})
+	log, err := c.Log("")
 	must(t, err)
 	var ops []string
 	for _, l := range log {
@@ -207,19 +208,19 @@ func TestConflict(t *testing.T) {
 	must(t, f.WriteFile("c.txt", []byte("agent\n"), 0o644))
 	time.Sleep(10 * time.Millisecond) // a new mtime on coarse clocks
 	e.write(t, "c.txt", "user\n")
-	st, err := c.Status(PathsParams{})
+	st, err := c.Status("")
 	must(t, err)
 	if len(st) != 1 || !st[0].Conflict {
 		t.Fatalf("status %+v", st)
 	}
-	res, err := c.Commit(CommitParams{}, nil)
+	res, err := c.Commit("", CommitOptions{}, nil)
 	if !errors.Is(err, overlay.ErrConflict) || res == nil || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "c.txt" {
 		t.Fatalf("commit: %+v, %v", res, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.root, "c.txt")); string(b) != "user\n" {
 		t.Fatalf("refused commit wrote %q", b)
 	}
-	if _, err := c.Commit(CommitParams{Force: true}, nil); err != nil {
+	if _, err := c.Commit("", CommitOptions{Force: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.root, "c.txt")); string(b) != "agent\n" {
@@ -320,7 +321,7 @@ func must(t testing.TB, err error) {
 func TestNotifications(t *testing.T) {
 	e := newEnv(t)
 	listener := e.client(t)
-	if _, err := listener.Initialize(InitializeParams{}); err != nil {
+	if _, err := listener.Initialize("", ""); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -334,10 +335,10 @@ func TestNotifications(t *testing.T) {
 	must(t, err)
 	must(t, f.WriteFile("n.txt", []byte("x"), 0o644))
 	c := e.client(t)
-	_, err = c.Commit(CommitParams{}, nil)
+	_, err = c.Commit("", CommitOptions{}, nil)
 	must(t, err)
 	must(t, f.WriteFile("m.txt", []byte("x"), 0o644))
-	_, err = c.Discard(DiscardParams{All: true})
+	_, err = c.Discard("", DiscardOptions{All: true})
 	must(t, err)
 	want := []string{"commit " + filepath.Join(e.root, "n.txt"), "discard " + filepath.Join(e.root, "m.txt")}
 	waitFor(t, func() bool {

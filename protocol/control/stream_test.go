@@ -180,7 +180,7 @@ func BenchmarkDidOpen(b *testing.B) {
 	text := strings.Repeat("0123456789abcdef\n", 8<<20/17)
 	b.SetBytes(int64(len(text)))
 	for i := 0; i < b.N; i++ {
-		if err := c.OpenBuffer(DidOpenParams{Path: "big.txt", Version: int64(i), Text: text}); err != nil {
+		if err := c.OpenBuffer("big.txt", int64(i), text); err != nil {
 			b.Fatal(err)
 		}
 	}
