@@ -6,11 +6,11 @@ import (
 	"reflect"
 	"strings"
 
-	sjson "github.com/segmentio/encoding/json"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/draftfs/draftfs/buffers"
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/protocol/internal/jsonscan"
 )
 
 func (p draftParams) ref() (string, string)     { return p.Draft, "" }
@@ -127,15 +127,8 @@ func decode(req *jsonrpc2.Request, v any, required ...string) error {
 // not copied to be checked.
 func missingMember(raw []byte, required []string) string {
 	present := make(map[string]bool, len(required))
-	key := ""
-	for t := sjson.NewTokenizer(raw); t.Next(); {
-		switch {
-		case t.Depth != 1:
-		case t.IsKey:
-			key = string(t.String())
-		case t.Delim == 0 || t.Delim == '{' || t.Delim == '[':
-			present[key] = t.Kind() != sjson.Null
-		}
+	for o := jsonscan.Open(raw); o.Next(); {
+		present[o.Key()] = !o.IsNull()
 	}
 	for _, r := range required {
 		if !present[r] {

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	sjson "github.com/segmentio/encoding/json"
+	"github.com/draftfs/draftfs/protocol/internal/jsonscan"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -84,19 +84,12 @@ var parkNonce = func() string {
 // paramsSpan finds where the top-level "params" object of a message
 // lies: start and end offsets, or -1 when it has none.
 func paramsSpan(line []byte) (start, end int) {
-	key, start := "", -1
-	for t := sjson.NewTokenizer(line); t.Next(); {
-		offset := len(line) - t.Remaining() - len(t.Value)
-		switch {
-		case start >= 0:
-			if t.Delim == '}' && t.Depth == 1 {
-				return start, offset + 1
+	for o := jsonscan.Open(line); o.Next(); {
+		if o.Key() == "params" && o.IsObject() {
+			if start, end, ok := o.Span(); ok {
+				return start, end
 			}
-		case t.Depth != 1:
-		case t.IsKey:
-			key = string(t.String())
-		case key == "params" && t.Delim == '{':
-			start = offset
+			break
 		}
 	}
 	return -1, -1

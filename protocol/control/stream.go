@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/draftfs/draftfs/protocol/internal/jsonscan"
 	"github.com/draftfs/draftfs/protocol/internal/lines"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -278,27 +279,11 @@ func validID(raw json.RawMessage) bool {
 // sort keys, as Go's does for maps, put it before "params"). nil when it
 // cannot tell.
 func idInHead(head []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	id, ok := jsonscan.Find(head, "id")
+	if !ok || !validID(id) || isNull(id) {
 		return nil
 	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-		if key == "id" {
-			if validID(v) && !isNull(v) {
-				return v
-			}
-			return nil
-		}
-	}
-	return nil
+	return id
 }
 
 // idOf extracts a line's id if it has a usable one.

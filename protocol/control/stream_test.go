@@ -36,6 +36,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown method", `{"jsonrpc":"2.0","id":10,"method":"draft/explode"}`, -32601, "10", `"draft/explode"`},
 		{"missing params", `{"jsonrpc":"2.0","id":11,"method":"buffer/didOpen"}`, -32602, "11", "needs params"},
 		{"missing member", `{"jsonrpc":"2.0","id":12,"method":"buffer/didOpen","params":{"path":"a","version":1}}`, -32602, "12", `"text" is missing`},
+		{"null member", `{"jsonrpc":"2.0","id":40,"method":"buffer/didOpen","params":{"path":"a","version":1,"text":null}}`, -32602, "40", `"text" is missing`},
 		{"wrong type", `{"jsonrpc":"2.0","id":13,"method":"buffer/didOpen","params":{"path":"a","version":"one","text":""}}`, -32602, "13", `"version" must be an integer`},
 		{"fraction", `{"jsonrpc":"2.0","id":14,"method":"buffer/didOpen","params":{"path":"a","version":1.5,"text":""}}`, -32602, "14", `"version" must be an integer`},
 		{"lone surrogate", `{"jsonrpc":"2.0","id":15,"method":"buffer/didOpen","params":{"path":"a","version":1,"text":"x\ud800y"}}`, -32602, "15", "surrogate"},

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/segmentio/encoding/json"
 
+	"github.com/draftfs/draftfs/protocol/internal/jsonscan"
 	"github.com/draftfs/draftfs/protocol/internal/lines"
 )
 
@@ -182,39 +183,32 @@ type span struct{ start, end int }
 // params.arguments of at least largeArg bytes, and the request's id. It
 // checks only the line's structure; DecodeMessage checks the rest.
 func largeStrings(line []byte) (spans []span, id jsonrpc.ID, err error) {
-	var (
-		keys      [4]string // keys[d]: the last key seen at depth d
-		objects   [4]bool   // objects[d]: the value at depth d is an object
-		method    string
-		isRequest bool
-	)
-	t := json.NewTokenizer(line)
-	for t.Next() {
-		d := t.Depth
+	var method string
+	isRequest := false
+	o := jsonscan.Open(line)
+	for o.Next() {
 		switch {
-		case t.Delim == '{' || t.Delim == '[':
-			if d+1 < len(objects) {
-				objects[d+1] = t.Delim == '{'
-				keys[d+1] = ""
-			}
-		case t.Delim != 0:
-		case t.IsKey:
-			if d < len(keys) {
-				keys[d] = string(t.String())
-			}
-		case d == 1 && keys[1] == "method" && t.Kind().Class() == json.String:
-			method = string(t.String())
-		case d == 1 && keys[1] == "id":
+		case o.Key() == "method" && o.IsString():
+			method = o.String()
+		case o.Key() == "id" && !o.IsObject() && !o.IsArray():
 			isRequest = true
-			id = idOf(t)
-		case d == 3 && objects[1] && objects[2] && objects[3] && keys[1] == "params" && keys[2] == "arguments" &&
-			len(t.Value) >= largeArg && t.Kind().Class() == json.String:
-			end := len(line) - t.Remaining()
-			spans = append(spans, span{end - len(t.Value), end})
+			id = idOf(o.Raw())
+		case o.Key() == "params":
+			for p := o.Enter(); p != nil && p.Next(); {
+				if p.Key() != "arguments" {
+					continue
+				}
+				for a := p.Enter(); a != nil && a.Next(); {
+					if a.IsString() && len(a.Raw()) >= largeArg {
+						start, end, _ := a.Span()
+						spans = append(spans, span{start, end})
+					}
+				}
+			}
 		}
 	}
-	if t.Err != nil {
-		return nil, jsonrpc.ID{}, t.Err
+	if err := o.Finish(); err != nil {
+		return nil, jsonrpc.ID{}, err
 	}
 	if method != "tools/call" || !isRequest {
 		spans = nil
@@ -222,11 +216,10 @@ func largeStrings(line []byte) (spans []span, id jsonrpc.ID, err error) {
 	return spans, id, nil
 }
 
-// idOf reads a request id the tokenizer stands on; an unusable one reads
-// as no id.
-func idOf(t *json.Tokenizer) jsonrpc.ID {
+// idOf reads a request id; an unusable one reads as no id.
+func idOf(raw []byte) jsonrpc.ID {
 	var v any
-	if json.Unmarshal(t.Value, &v) != nil {
+	if json.Unmarshal(raw, &v) != nil {
 		return jsonrpc.ID{}
 	}
 	id, err := jsonrpc.MakeID(v)
@@ -238,18 +231,11 @@ func idOf(t *json.Tokenizer) jsonrpc.ID {
 
 // requestID finds a message's id from as much of it as there is.
 func requestID(b []byte) jsonrpc.ID {
-	t := json.NewTokenizer(b)
-	key := ""
-	for t.Next() {
-		switch {
-		case t.Depth != 1 || t.Delim != 0:
-		case t.IsKey:
-			key = string(t.String())
-		case key == "id":
-			return idOf(t)
-		}
+	raw, ok := jsonscan.Find(b, "id")
+	if !ok {
+		return jsonrpc.ID{}
 	}
-	return jsonrpc.ID{}
+	return idOf(raw)
 }
 
 // largeArgs holds the large string arguments the stdio transport took
