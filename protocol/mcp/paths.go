@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -91,20 +92,30 @@ func (s *Server) absolute(requested string, dirs []string) (string, error) {
 	return abs, nil
 }
 
+// allowed makes requested absolute as the reference does and refuses it
+// outside the allowed directories; it returns it with the workspace's
+// alias undone, and the directories.
+func (s *Server) allowed(requested string) (abs string, dirs []string, err error) {
+	dirs = s.allowedDirs()
+	abs, err = s.absolute(requested, dirs)
+	if err != nil {
+		return "", nil, err
+	}
+	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) && !withinAny(s.unalias(abs), dirs) {
+		return "", nil, errorf("Access denied - path outside allowed directories: %s not in %s", abs, strings.Join(dirs, ", "))
+	}
+	return s.unalias(abs), dirs, nil
+}
+
 // validate is the reference's validatePath over the merged view: the path
 // must lie in an allowed directory, and so must wherever its symlinks lead
 // (never outside the workspace). The path need not exist, but a symlink
 // on the way must lead somewhere.
 func (s *Server) validate(requested string) (target, error) {
-	dirs := s.allowedDirs()
-	abs, err := s.absolute(requested, dirs)
+	abs, dirs, err := s.allowed(requested)
 	if err != nil {
 		return target{}, err
 	}
-	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) && !withinAny(s.unalias(abs), dirs) {
-		return target{}, errorf("Access denied - path outside allowed directories: %s not in %s", abs, strings.Join(dirs, ", "))
-	}
-	abs = s.unalias(abs)
 	key, err := s.f.Resolve(abs)
 	switch {
 	case errors.Is(err, overlay.ErrOutside):
@@ -153,16 +164,11 @@ func (s *Server) checkLinks(key, abs string) error {
 // parent is validated, the last element kept, so delete_file removes a
 // symlink and not its target.
 func (s *Server) validateEntry(requested string) (target, error) {
-	dirs := s.allowedDirs()
-	abs, err := s.absolute(requested, dirs)
+	abs, dirs, err := s.allowed(requested)
 	if err != nil {
 		return target{}, err
 	}
-	if strings.ContainsRune(abs, 0) || !withinAny(abs, dirs) && !withinAny(s.unalias(abs), dirs) {
-		return target{}, errorf("Access denied - path outside allowed directories: %s not in %s", abs, strings.Join(dirs, ", "))
-	}
-	abs = s.unalias(abs)
-	if containsAny(abs, dirs) {
+	if slices.Contains(dirs, abs) {
 		return s.validate(abs)
 	}
 	parent, err := s.validate(filepath.Dir(abs))
@@ -171,16 +177,6 @@ func (s *Server) validateEntry(requested string) (target, error) {
 	}
 	base := filepath.Base(abs)
 	return target{abs: joinAbs(parent.abs, base), key: joinKey(parent.key, base)}, nil
-}
-
-// containsAny reports whether abs is one of dirs.
-func containsAny(abs string, dirs []string) bool {
-	for _, d := range dirs {
-		if abs == d {
-			return true
-		}
-	}
-	return false
 }
 
 func joinKey(dir, name string) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -224,7 +225,7 @@ func (s *Server) addDir(abs string, aliased bool) bool {
 		}
 	}
 	for _, d := range ds {
-		if !containsAny(d, s.dirs) {
+		if !slices.Contains(s.dirs, d) {
 			s.dirs = append(s.dirs, d)
 		}
 	}
@@ -293,7 +294,7 @@ func (s *Server) setRoots(roots []*sdk.Root) {
 			fmt.Fprintf(s.log, "Skipping root that is not a directory inside the workspace %s: %s\n", s.root, r.URI)
 		}
 		for _, d := range ds {
-			if !containsAny(d, dirs) {
+			if !slices.Contains(dirs, d) {
 				dirs = append(dirs, d)
 			}
 		}

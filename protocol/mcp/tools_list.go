@@ -133,13 +133,11 @@ func treeExcludes(patterns []string) ([]*reference.Glob, error) {
 		if !strings.Contains(p, "*") {
 			forms = append(forms, "**/"+p, "**/"+p+"/**")
 		}
-		for _, f := range forms {
-			g, err := reference.CompileGlob(f)
-			if err != nil {
-				return nil, &toolError{msg: err.Error()}
-			}
-			out = append(out, g)
+		gs, err := compileAll(forms)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, gs...)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -169,7 +170,7 @@ func (s *Server) deleteFile(_ context.Context, a args) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if containsAny(t.abs, s.allowedDirs()) {
+	if slices.Contains(s.allowedDirs(), t.abs) {
 		return nil, errorf("Refusing to delete %s: it is an allowed directory", t.abs)
 	}
 	info, err := s.f.Lstat(t.key)
