@@ -111,7 +111,7 @@ func (tl *timeline) stage(target *cpState) error {
 				return err
 			}
 		} else {
-			b, err := tl.chunks.get(cd.Chunks)
+			b, err := tl.chunks.get(cd.Chunks, cd.Size)
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,7 @@ func (tl *timeline) stage(target *cpState) error {
 		if _, err := os.Stat(d.blobPath(h)); err == nil {
 			continue
 		}
-		b, err := tl.chunks.get(chunks)
+		b, err := tl.chunks.get(chunks, -1)
 		if err != nil {
 			return err
 		}

@@ -149,7 +149,7 @@ func (tl *timeline) read(id uint64) (*Checkpoint, error) {
 
 // state reads a checkpoint's state.
 func (tl *timeline) state(cp *Checkpoint) (*cpState, error) {
-	b, err := tl.chunks.get(cp.State)
+	b, err := tl.chunks.get(cp.State, -1)
 	if err != nil {
 		return nil, err
 	}

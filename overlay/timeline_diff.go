@@ -34,16 +34,16 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 		files = append(files, k)
 		// A path without an entry shows what is below the draft: the
 		// base the other side's entry started from.
-		old := textChunks(a, ea)
+		old, oldSize := textChunks(a, ea)
 		if ea == nil {
-			old = baseChunks(b, eb)
+			old, oldSize = baseChunks(b, eb)
 		}
-		cur := textChunks(b, eb)
+		cur, curSize := textChunks(b, eb)
 		if eb == nil {
-			cur = baseChunks(a, ea)
+			cur, curSize = baseChunks(a, ea)
 		}
 		if old != nil || cur != nil {
-			ad, de := tl.statChunks(old, cur)
+			ad, de := tl.statChunks(old, cur, oldSize, curSize)
 			added, deleted = added+ad, deleted+de
 		}
 	}
@@ -79,42 +79,48 @@ func sameInode(a, b *cpState, ea, eb *entry) bool {
 
 // textChunks are the chunks of what a path held at a state, for
 // counting lines: the draft's content, else the base it started from;
-// nil for what is not a file of countable size.
-func textChunks(st *cpState, e *entry) []string {
+// nil for what is not a file of countable size. Also returns the
+// content's size.
+func textChunks(st *cpState, e *entry) ([]string, int64) {
 	if e == nil || e.Kind != kindFile {
-		return nil
+		return nil, 0
 	}
 	if cd := st.Data[e.Ino]; e.Ino != 0 && cd != nil {
 		if cd.Size > statMax {
-			return nil
+			return nil, 0
 		}
-		return cd.Chunks
+		return cd.Chunks, cd.Size
 	}
 	return baseChunks(st, e)
 }
 
 // baseChunks are the chunks of the content an entry's base kept.
-func baseChunks(st *cpState, e *entry) []string {
+func baseChunks(st *cpState, e *entry) ([]string, int64) {
 	if e != nil && e.Base != nil && e.Base.Kept && e.Base.Size <= statMax {
-		return st.Blobs[e.Base.Hash]
+		return st.Blobs[e.Base.Hash], e.Base.Size
 	}
-	return nil
+	return nil, 0
 }
 
 // statChunks counts the lines added and deleted from the content of
 // chunks a to that of chunks b. Only the chunks between their common
 // first and last ones are read: content-defined chunks of two versions
 // of a file differ only around the changes, and the lines cut at the
-// edges are the same on both sides, so the counts are exact.
-func (tl *timeline) statChunks(a, b []string) (added, deleted int) {
+// edges are the same on both sides, so the counts are exact. sizeA and
+// sizeB are the whole contents' sizes.
+func (tl *timeline) statChunks(a, b []string, sizeA, sizeB int64) (added, deleted int) {
+	n := len(a)
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]
 	}
 	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
 		a, b = a[:len(a)-1], b[:len(b)-1]
 	}
-	old, err1 := tl.chunks.get(a)
-	cur, err2 := tl.chunks.get(b)
+	if len(a) != n { // what is left is smaller by an unknown amount
+		sizeA, sizeB = -1, -1
+	}
+	old, err1 := tl.chunks.get(a, sizeA)
+	cur, err2 := tl.chunks.get(b, sizeB)
 	if err1 != nil || err2 != nil {
 		return 0, 0
 	}
@@ -124,8 +130,8 @@ func (tl *timeline) statChunks(a, b []string) (added, deleted int) {
 
 // baseText is the content an entry's base kept.
 func (tl *timeline) baseText(st *cpState, e *entry) ([]byte, error) {
-	if cs := baseChunks(st, e); cs != nil {
-		return tl.chunks.get(cs)
+	if cs, size := baseChunks(st, e); cs != nil {
+		return tl.chunks.get(cs, size)
 	}
 	return nil, nil
 }
@@ -241,7 +247,7 @@ func (tl *timeline) sideOf(st *cpState, e *entry, other *cpState, oe *entry) ([]
 		return nil, false
 	}
 	if cd := st.Data[e.Ino]; e.Ino != 0 && cd != nil {
-		b, err := tl.chunks.get(cd.Chunks)
+		b, err := tl.chunks.get(cd.Chunks, cd.Size)
 		return b, err == nil
 	}
 	b, err := tl.baseText(st, e) // a redirect: its origin's content
