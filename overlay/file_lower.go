@@ -303,13 +303,25 @@ func (f *lowerFile) Sync() error                        { return nil }
 func (f *lowerFile) Readdir(int) ([]fs.FileInfo, error) { return nil, badDir(f.name) }
 func (f *lowerFile) Readdirnames(int) ([]string, error) { return nil, badDir(f.name) }
 
-// lowerNamed reports whether the view still shows the lower object at
-// lower (inode ino, 0: whatever its number) under some name: its own
-// path, where a rename moved it, or below a renamed directory.
+// lowerNamed reports whether the view still shows the lower file at
+// lower (inode ino; 0 for a file only an editor has) under some name:
+// its own path, where a rename moved it, or below a renamed directory.
 func (d *Draft) lowerNamed(lower string, ino uint64) bool {
 	same := func(k string) bool {
 		fi, err := d.lstat(k)
-		return err == nil && (ino == 0 || fi.Sys().(*Attr).Ino == ino)
+		if err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+		if ino != 0 {
+			return fi.Sys().(*Attr).Ino == ino
+		}
+		// A file only an editor has has no number of its own: it is
+		// the one shown where the view reads lower itself, not a draft
+		// object made at k since.
+		d.mu.RLock()
+		w, err := d.locate(k)
+		d.mu.RUnlock()
+		return err == nil && w.hasLower && w.lower == lower && (w.e == nil || w.e.redirect())
 	}
 	if same(lower) {
 		return true // the usual case: still at its own path
