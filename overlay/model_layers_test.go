@@ -355,7 +355,7 @@ func (m *model) ctimeMoves(op func() bool, moved ...[2]string) bool {
 			continue
 		}
 		if vm, rm := v.After(before[i].v), r.After(before[i].r); vm != rm {
-			m.fail("ctime of %s (now %s): moved in the view %v, in the reference %v", pair[0], pair[1], vm, rm)
+			m.fail("ctime of %s (now %s): moved in the view %v, in the reference %v [view %v -> %v, ref %v -> %v, now %v]", pair[0], pair[1], vm, rm, before[i].v, v, before[i].r, r, time.Now())
 		}
 	}
 	return true
