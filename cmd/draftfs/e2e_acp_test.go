@@ -7,32 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// acpPeers returns node and the ACP peers' directory (scripts/peers/acp),
-// skipping when they are not installed.
-func acpPeers(t *testing.T) (node, dir string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the ACP peer tests need Node.js and `npm ci` in scripts/peers")
-	}
-	dir, err = filepath.Abs("../../scripts/peers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules/@agentclientprotocol/sdk/package.json")); err != nil {
-		t.Skip("@agentclientprotocol/sdk is not installed: run `npm ci` in scripts/peers")
-	}
-	return node, filepath.Join(dir, "acp")
-}
+	"github.com/draftfs/draftfs/protocol/acp/acptest"
+)
 
 // acpTurn runs the SDK editor (editor.mjs) against `draftfs acp -- node
 // agent.mjs` with one prompt of steps in a session at cwd, and returns
 // the turn's results, or the error that refused the session.
 func (f *fixture) acpTurn(cwd string, steps ...map[string]any) (results []json.RawMessage, refused string) {
 	f.t.Helper()
-	node, peers := acpPeers(f.t)
+	node, peers := acptest.Peers(f.t)
 	tmp, err := os.MkdirTemp(f.tmp, "acp")
 	if err != nil {
 		f.t.Fatal(err)
@@ -78,7 +62,7 @@ func (f *fixture) acpTurn(cwd string, steps ...map[string]any) (results []json.R
 // disk stays byte for byte as it was, and status lists each change.
 func TestACPAgentInsideDraft(t *testing.T) {
 	needBwrap(t)
-	acpPeers(t)
+	acptest.Peers(t)
 	whoever(t, testACPAgentInsideDraft)
 }
 

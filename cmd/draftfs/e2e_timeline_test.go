@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/draftfs/draftfs/protocol/acp/acptest"
 )
 
 // viewSnapshot describes the merged view, seen from inside draftfs run:
@@ -120,7 +122,7 @@ func (f *fixture) timeline() []timelineStep {
 func TestTimelineRewind(t *testing.T) {
 	needFUSE(t)
 	needBwrap(t)
-	acpPeers(t)
+	acptest.Peers(t)
 	f := newFixture(t)
 	f.file("a.txt", "a0\n")
 	f.file("gone.txt", "g\n")

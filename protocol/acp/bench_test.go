@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/draftfs/draftfs/protocol/acp/acptest"
 )
 
 // benchResult is what agent.mjs's bench step measures: each
@@ -31,7 +33,7 @@ type benchResult struct {
 //
 //	go test -run '^$' -bench ReadTextFile -benchtime 2000x ./protocol/acp/
 func BenchmarkReadTextFile(b *testing.B) {
-	node, scripts := nodePeers(b)
+	node, scripts := acptest.Peers(b)
 	for _, size := range []struct {
 		name  string
 		bytes int

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/draftfs/draftfs/protocol/acp/acptest"
 )
 
 // End-to-end: the built draftfs binary as the editor launches it,
@@ -105,7 +107,7 @@ func serveDaemon(t *testing.T, bin, ws, state string) {
 // agent.mjs` itself, as an editor would.
 func runBinary(t *testing.T, bin, ws, state string, prompts any, acpFlags ...string) editorReport {
 	t.Helper()
-	node, scripts := nodePeers(t)
+	node, scripts := acptest.Peers(t)
 	pf, out := writePrompts(t, t.TempDir(), prompts)
 	args := []string{filepath.Join(scripts, "editor.mjs"), "--cwd", ws, "--prompts", pf, "--out", out, "--terminal", "--", bin, "--workspace", ws, "--state", state, "acp"}
 	args = append(append(args, acpFlags...), "--", node, filepath.Join(scripts, "agent.mjs"))
@@ -132,7 +134,7 @@ func runBinary(t *testing.T, bin, ws, state string, prompts any, acpFlags ...str
 // With a daemon: the agent reads the buffer an editor pushed to the
 // daemon, and its writes are in the daemon's draft.
 func TestBinaryWithDaemon(t *testing.T) {
-	nodePeers(t)
+	acptest.Peers(t)
 	bin := draftfsBinary(t)
 	ws, state := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("on disk\n"), 0o644)
@@ -179,7 +181,7 @@ func TestBinaryWithDaemon(t *testing.T) {
 // Without a daemon the proxy serves the workspace itself; with
 // --draft-per-session the writes are in the session's draft.
 func TestBinaryWithoutDaemon(t *testing.T) {
-	nodePeers(t)
+	acptest.Peers(t)
 	bin := draftfsBinary(t)
 	ws, state := t.TempDir(), t.TempDir()
 	rep := runBinary(t, bin, ws, state, []any{[]map[string]any{

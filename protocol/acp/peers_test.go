@@ -12,29 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/draftfs/draftfs/protocol/acp/acptest"
 )
 
 // Tests with real peers: the official TypeScript SDK
 // (@agentclientprotocol/sdk) on both sides of the proxy, the scripted
 // agent and editor of scripts/peers/acp.
-
-// nodePeers returns node and the scripts directory, skipping the test
-// when the peers are not installed.
-func nodePeers(t testing.TB) (node, dir string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the ACP peer tests need Node.js and `npm ci` in scripts/peers")
-	}
-	dir, err = filepath.Abs("../../scripts/peers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules/@agentclientprotocol/sdk/package.json")); err != nil {
-		t.Skip("@agentclientprotocol/sdk is not installed: run `npm ci` in scripts/peers")
-	}
-	return node, filepath.Join(dir, "acp")
-}
 
 // editorReport is what editor.mjs writes.
 type editorReport struct {
@@ -78,7 +62,7 @@ type nodeOptions struct {
 // in this process, which runs agent.mjs; both log their raw traffic.
 func runNode(t testing.TB, ws *workspaces, cwd string, prompts any, no nodeOptions) *nodeRun {
 	t.Helper()
-	node, scripts := nodePeers(t)
+	node, scripts := acptest.Peers(t)
 	tmp := t.TempDir()
 	pf, out := writePrompts(t, tmp, prompts)
 	toEditorR, toEditorW, _ := os.Pipe()
@@ -200,7 +184,7 @@ type readResult struct {
 
 // A scripted SDK agent behind the proxy, a scripted SDK editor in front.
 func TestNodePeersThroughProxy(t *testing.T) {
-	nodePeers(t)
+	acptest.Peers(t)
 	ws := newWorkspaces(t)
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
@@ -401,7 +385,7 @@ func checkTraffic(t *testing.T, run *nodeRun) {
 // entry are asked of it, under the proxy's ids; a cancelled read is
 // cancelled at the editor too.
 func TestNodePeersReadThrough(t *testing.T) {
-	nodePeers(t)
+	acptest.Peers(t)
 	ws := newWorkspaces(t)
 	dir := t.TempDir()
 	for _, f := range []string{"a.txt", "b.txt", "slow.txt"} {
@@ -451,7 +435,7 @@ func TestNodePeersReadThrough(t *testing.T) {
 // When the agent dies in the middle of a prompt, the editor's prompt
 // fails with an error and the proxy returns the agent's status.
 func TestNodePeersAgentDies(t *testing.T) {
-	nodePeers(t)
+	acptest.Peers(t)
 	ws := newWorkspaces(t)
 	dir := t.TempDir()
 	run := runNode(t, ws, dir, []any{[]map[string]any{{"op": "exit", "code": 7}}}, nodeOptions{})
