@@ -201,19 +201,13 @@ func (t *txn) addLog(l LogEntry) {
 
 // record encodes t for the write-ahead log.
 func (t *txn) record() (*walRecord, error) {
-	r := &walRecord{NextIno: t.nextIno}
+	r := &walRecord{NextIno: t.nextIno, Entries: encodeEach(t.entries, encodeEntry), Inodes: encodeEach(t.inodes, encodeInode)}
 	var err error
-	if r.Entries, err = encodeAll(t.entries); err != nil {
-		return nil, err
-	}
-	if r.Inodes, err = encodeAll(t.inodes); err != nil {
-		return nil, err
-	}
 	if r.Commits, err = encodeAll(t.commits); err != nil {
 		return nil, err
 	}
-	for _, l := range t.log {
-		buf, err := json.Marshal(l)
+	for i := range t.log {
+		buf, err := encodeLog(&t.log[i])
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +216,24 @@ func (t *txn) record() (*walRecord, error) {
 	return r, nil
 }
 
-// encodeAll encodes each value of m; a nil one stays nil (a delete).
+// encodeEach encodes each value of m with enc; a nil one stays nil (a
+// delete).
+func encodeEach[K comparable, V any](m map[K]*V, enc func(*V) json.RawMessage) map[K]json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[K]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = nil
+		if v != nil {
+			out[k] = enc(v)
+		}
+	}
+	return out
+}
+
+// encodeAll encodes each value of m with json.Marshal; a nil one stays
+// nil (a delete).
 func encodeAll[K comparable, V any](m map[K]*V) (map[K]json.RawMessage, error) {
 	if len(m) == 0 {
 		return nil, nil
@@ -256,14 +267,10 @@ func (s *store) write(t *txn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.Seq = s.seq + 1
-	body, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	frame := make([]byte, walHeader, walHeader+len(body))
+	frame := appendRecord(make([]byte, walHeader, 512), r)
+	body := frame[walHeader:]
 	binary.LittleEndian.PutUint32(frame, uint32(len(body)))
 	binary.LittleEndian.PutUint32(frame[4:], crc32.Checksum(body, crcTable))
-	frame = append(frame, body...)
 	err = s.append(frame)
 	if errors.Is(err, syscall.ENOSPC) && t.reserved && os.Remove(s.reserve) == nil {
 		// The space kept for this: a discard frees space, and must
