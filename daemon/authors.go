@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,8 +26,19 @@ import (
 // of the process, and used while that pidfd says the process lives. So
 // a pid the kernel gives to a new process after the old one exited is
 // looked up afresh, and a process that exited before its lookup is by
-// no one ("": the change is the mount's).
+// no one ("": the change is the mount's). The pidfd is polled at most
+// once per recheck interval: the kernel hands out pids in turn, so a
+// pid seen alive is not another process's until every other pid was
+// given out (pid_max, at least 32,768), which no machine does in that
+// time; the poll was a tenth of the daemon's own work per file tar
+// creates.
 type authors struct {
+	// recheck: how long a process seen alive is taken to still be the
+	// one its pid names; read only (tests set it).
+	recheck time.Duration
+	// polls counts the pidfd polls of processes already known (tests).
+	polls atomic.Int64
+
 	mu sync.Mutex // protects the following
 	// runs maps the pid of a `draftfs run` (or acp) to the command line
 	// it started, held by steps (acp's prompts may overlap).
@@ -43,6 +56,8 @@ type runCmd struct {
 // proc is a process looked up.
 type proc struct {
 	pidfd int
+	// checked: when the pidfd last said the process lives.
+	checked time.Time
 	// who made its changes; run: it runs under a draftfs run, whose
 	// command who is, and so do the processes it starts.
 	who string
@@ -58,10 +73,12 @@ const (
 	maxCommand = 100
 	// pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd of a thread.
 	pidfdThread = unix.O_EXCL
+	// recheckAfter is authors.recheck by default.
+	recheckAfter = 50 * time.Millisecond
 )
 
 func newAuthors() *authors {
-	return &authors{runs: map[int]*runCmd{}, procs: map[int]*proc{}}
+	return &authors{recheck: recheckAfter, runs: map[int]*runCmd{}, procs: map[int]*proc{}}
 }
 
 // of names the process behind a request by pid; "" when unknown.
@@ -102,7 +119,13 @@ func (a *authors) run(pid int, command []string) (end func()) {
 // it is gone or cannot be read. Must be called with a.mu held.
 func (a *authors) lookupLocked(pid, depth int) *proc {
 	if p := a.procs[pid]; p != nil {
+		now := time.Now()
+		if now.Sub(p.checked) < a.recheck {
+			return p
+		}
+		a.polls.Add(1)
 		if alive(p.pidfd) {
+			p.checked = now
 			return p
 		}
 		unix.Close(p.pidfd)
@@ -138,6 +161,7 @@ func (a *authors) lookupLocked(pid, depth int) *proc {
 		unix.Close(fd)
 		return nil
 	}
+	p.checked = time.Now()
 	if len(a.procs) >= maxProcs {
 		a.sweepLocked()
 	}

@@ -70,9 +70,11 @@ func TestAuthors(t *testing.T) {
 	if got := a.of(uint32(plain.Process.Pid)); got != "cached" {
 		t.Errorf("a known process is by %q, want the cached answer", got)
 	}
-	// ...and no longer once it exited: its pid may be another's now.
+	// ...and no longer once it exited and the recheck interval passed:
+	// its pid may be another's now.
 	plain.Process.Kill()
 	plain.Wait()
+	time.Sleep(a.recheck)
 	if got := a.of(uint32(plain.Process.Pid)); got == "cached" {
 		t.Errorf("an exited process's pid is still by its old author")
 	}
@@ -112,5 +114,54 @@ func BenchmarkAuthorOf(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		a.of(pid)
+	}
+}
+
+// TestAuthorsPollOncePerInterval: a known process's pidfd is polled at
+// most once per recheck interval, not at every request.
+func TestAuthorsPollOncePerInterval(t *testing.T) {
+	a := newAuthors()
+	defer a.close()
+	pid := uint32(os.Getpid())
+	want := a.of(pid)
+	if want == "" {
+		t.Fatal("the test process has no author")
+	}
+	a.recheck = time.Hour
+	for range 100 {
+		if got := a.of(pid); got != want {
+			t.Fatalf("by %q, then %q", want, got)
+		}
+	}
+	if n := a.polls.Load(); n != 0 {
+		t.Errorf("100 lookups within the interval polled %d times, want none", n)
+	}
+	a.recheck = 0
+	for range 100 {
+		a.of(pid)
+	}
+	if n := a.polls.Load(); n != 100 {
+		t.Errorf("100 lookups past the interval polled %d times, want 100", n)
+	}
+}
+
+// BenchmarkAuthorsOf: the cost of naming the process behind a request,
+// once it is known, with the pidfd polled at every request ("every") and
+// once per recheck interval ("interval", the default).
+func BenchmarkAuthorsOf(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		recheck time.Duration
+	}{{"every", 0}, {"interval", recheckAfter}} {
+		b.Run(c.name, func(b *testing.B) {
+			a := newAuthors()
+			defer a.close()
+			a.recheck = c.recheck
+			pid := uint32(os.Getpid())
+			a.of(pid)
+			for b.Loop() {
+				a.of(pid)
+			}
+		})
 	}
 }
