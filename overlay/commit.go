@@ -227,6 +227,10 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 // error stops the commit there as a crash would.
 var testHookOp func(i int) error
 
+// testHookStamped, when set by a test, runs when a commit is done, before
+// its record is stamped.
+var testHookStamped func()
+
 // runLocked applies a prepared commit's ops and then drops the
 // committed entries from the draft. Must be called with d.mu held.
 func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
@@ -269,7 +273,10 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 			t.putEntry(k, &entry{Kind: kindFile, Ino: e.Ino, Base: b})
 		}
 	}
-	rec.State = stateDone
+	if testHookStamped != nil {
+		testHookStamped()
+	}
+	rec.State, rec.Stamped = stateDone, time.Now().UnixNano()
 	t.commits = map[uint64]*commitRecord{rec.ID: rec}
 	t.addLog(LogEntry{Op: "commit", Paths: rec.Paths, Source: rec.Source})
 	if err := d.finish(t); err != nil {

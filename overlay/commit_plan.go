@@ -57,6 +57,10 @@ type commitOp struct {
 	OldMode fs.FileMode `json:"om,omitempty"`
 	// Hash is the sha256 of what the op left at Path, for undo's check.
 	Hash string `json:"h,omitempty"`
+	// Stat is the written file's stamp, which spares undo reading it
+	// back to compare Hash (see unchangedSince); nil in records of
+	// earlier versions.
+	Stat *fileStamp `json:"st,omitempty"`
 	// Xattr are the user extended attributes a written file gets.
 	Xattr map[string][]byte `json:"x,omitempty"`
 	// Owner is set on what the op makes at Path; nil: as created.
@@ -82,6 +86,9 @@ type commitRecord struct {
 	// Keep are the files the commit took some hunks of, which stay in
 	// the draft rebased on what it wrote (see hunks_keep.go).
 	Keep map[string]*keptPart `json:"keep,omitempty"`
+	// Stamped (Unix ns) is when the commit was done: after the last
+	// change it made to the files its ops' Stat describe.
+	Stamped int64 `json:"stamped,omitempty"`
 }
 
 // Commit record states.

@@ -86,7 +86,7 @@ func (d *Draft) writeTemp(rec *commitRecord, op *commitOp, syncs map[uint64]int)
 		return err
 	}
 	defer src.Close()
-	op.Hash, err = d.tempFile(rec, op.Path, op.Mode, op.Owner, src, syncs)
+	op.Hash, op.Stat, err = d.tempFile(rec, op.Path, op.Mode, op.Owner, src, syncs)
 	return err
 }
 
@@ -112,7 +112,7 @@ func (d *Draft) placeTemp(rec *commitRecord, op *commitOp) error {
 // directory, synced, given its owner (when set) and mode, renamed over.
 // Returns its hash.
 func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, owner *Owner, src io.Reader) (string, error) {
-	h, err := d.tempFile(rec, key, mode, owner, src, nil)
+	h, _, err := d.tempFile(rec, key, mode, owner, src, nil)
 	if err != nil {
 		return "", err
 	}
@@ -125,24 +125,25 @@ func (d *Draft) writeDisk(rec *commitRecord, key string, mode fs.FileMode, owner
 }
 
 // tempFile writes content to key's temp file, given its owner (when set)
-// and mode, and returns its hash. With syncs nil the file is synced,
-// else a descriptor on its file system is kept in syncs (by device) for
-// the caller to sync.
-func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner *Owner, src io.Reader, syncs map[uint64]int) (string, error) {
+// and mode, and returns its hash and, on an OS disk, its stamp. With
+// syncs nil the file is synced, else a descriptor on its file system is
+// kept in syncs (by device) for the caller to sync.
+func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner *Owner, src io.Reader, syncs map[uint64]int) (string, *fileStamp, error) {
 	disk := d.w.disk
 	if err := disk.MkdirAll(diskName(parentOf(key)), 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if ok, fi := d.diskHas(key); ok && fi.IsDir() {
 		if err := disk.RemoveAll(diskName(key)); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	tmp := tempName(rec, key)
 	f, err := disk.OpenFile(diskName(tmp), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	var stamp *fileStamp
 	h := sha256.New()
 	_, err = io.Copy(io.MultiWriter(f, h), src)
 	osf, onOS := f.(*os.File)
@@ -162,6 +163,9 @@ func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner 
 		if err == nil {
 			err = osf.Chmod(mode & permBits)
 		}
+		if err == nil {
+			stamp, err = stampFile(osf)
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -174,9 +178,9 @@ func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner 
 	}
 	if err != nil {
 		disk.Remove(diskName(tmp))
-		return "", err
+		return "", nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), stamp, nil
 }
 
 // keepFS adds a descriptor on f's file system to syncs, unless one is

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // UndoResult says which commit undo reverted.
@@ -114,7 +117,7 @@ func (d *Draft) changedSince(rec *commitRecord) []string {
 			}
 			fallthrough
 		case opWrite:
-			same = ok && fi.Mode().IsRegular() && d.diskHash(op.Path) == op.Hash
+			same = ok && fi.Mode().IsRegular() && (unchangedSince(rec, op, fi) || d.diskHash(op.Path) == op.Hash)
 		case opSymlink:
 			t, err := d.readlinkLower(op.Path)
 			same = ok && err == nil && hashBytes([]byte(t)) == op.Hash
@@ -132,8 +135,57 @@ func (d *Draft) changedSince(rec *commitRecord) []string {
 	return out
 }
 
+// Undo must not lose what the user wrote over a committed file since,
+// and reading every committed file back to compare its hash was most of
+// an undo's checks (1.6 s for 10,000 files). A commit records each
+// written file's device, inode, size and mtime (fileStamp, taken on the
+// temp file's descriptor once written: the rename keeps them), and the
+// moment it was done (commitRecord.Stamped). A file that still has them
+// and whose ctime is older than that moment by racyWindow was not
+// changed since: any later change (a write, truncate, chmod, utimes to
+// put the mtime back, a replacement by rename) sets the ctime to a later
+// clock tick. A file changed in the last racyWindow before the moment is
+// hashed (git's "racily clean" rule), as is every file of a record
+// without stamps.
+
+// fileStamp identifies a written file's content as the commit left it.
+type fileStamp struct {
+	Dev   uint64 `json:"d"`
+	Ino   uint64 `json:"i"`
+	Size  int64  `json:"s"`
+	Mtime int64  `json:"m"` // Unix ns
+}
+
+// stampFile stamps an open file.
+func stampFile(f *os.File) (*fileStamp, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return &fileStamp{Dev: st.Dev, Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano()}, nil
+}
+
+// unchangedSince reports whether fi, the disk object at op.Path, is
+// surely what op wrote, from its stamp alone; false when that cannot be
+// told without reading it.
+func unchangedSince(rec *commitRecord, op commitOp, fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || op.Stat == nil || rec.Stamped == 0 {
+		return false
+	}
+	return st.Dev == op.Stat.Dev && st.Ino == op.Stat.Ino && st.Size == op.Stat.Size &&
+		st.Mtim.Nano() == op.Stat.Mtime && st.Ctim.Nano() < rec.Stamped-racyWindow.Nanoseconds()
+}
+
+// testHookDiskHash, when set by a test, is called with each file undo
+// reads back.
+var testHookDiskHash func(key string)
+
 // diskHash is the sha256 of a disk file, "" when unreadable.
 func (d *Draft) diskHash(key string) string {
+	if testHookDiskHash != nil {
+		testHookDiskHash(key)
+	}
 	f, err := d.w.disk.Open(diskName(key))
 	if err != nil {
 		return ""
