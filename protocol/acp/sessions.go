@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 
+	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/overlay/beneath"
 )
@@ -167,8 +167,6 @@ func (s *sessions) view(dir, draft string) (agent.Files, error) {
 	return f, nil
 }
 
-var draftNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // draftOf is the draft a session writes to: Options.Draft, or with
 // DraftPerSession the session's id when it makes a valid draft name,
 // else "acp-" and a hash of it.
@@ -183,7 +181,7 @@ func (s *sessions) draftOf(id string) string {
 // its id when that is a valid draft name (letters, digits, '.', '_',
 // '-', at most 64), else "acp-" and a hash of the id.
 func SessionDraft(id string) string {
-	if draftNameRE.MatchString(id) {
+	if overlay.ValidDraftName(id) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))

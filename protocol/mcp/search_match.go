@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"regexp"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -116,8 +117,12 @@ func newMatcher(pattern string, isRegex, caseSensitive bool) (*matcher, error) {
 	return m, nil
 }
 
-// definition matches what comes before a name that a line defines.
-var definition = regexp.MustCompile(`(?:^|[\s(])(?:func|function|def|class|type|interface|struct|enum|trait|impl|fn|const|let|var|val|module|package|namespace|macro|#define|defn|sub|record|object)\s+(?:\([^)]*\)\s*)?[*&]?$`)
+// definition matches what comes before a name that a line defines;
+// compiled on first use, not at every draftfs command's start (50 KB,
+// up to 1 ms).
+var definition = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s(])(?:func|function|def|class|type|interface|struct|enum|trait|impl|fn|const|let|var|val|module|package|namespace|macro|#define|defn|sub|record|object)\s+(?:\([^)]*\)\s*)?[*&]?$`)
+})
 
 func isWordByte(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
@@ -132,7 +137,7 @@ func (m *matcher) lineScore(line []byte, lo, hi int) int {
 	if (lo == 0 || !isWordByte(before)) && (hi == len(line) || !isWordByte(after)) {
 		score += 3
 	}
-	if definition.Match(bytes.TrimRight(line[:lo], " \t")) || definition.Match(line[:lo]) {
+	if definition().Match(bytes.TrimRight(line[:lo], " \t")) || definition().Match(line[:lo]) {
 		score += 10
 	}
 	return score
