@@ -31,6 +31,9 @@ type Options struct {
 	// Passthrough serves the mounts in passthrough mode
 	// (fusefs.Options.Passthrough).
 	Passthrough bool
+	// IOURing serves the mounts over FUSE over io_uring where the
+	// kernel offers it (fusefs.Options.IOURing).
+	IOURing bool
 	// Debug logs every FUSE request.
 	Debug bool
 	// Watch the disk for changes made outside draftfs.

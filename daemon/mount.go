@@ -64,7 +64,7 @@ func (d *Daemon) Mount(draft, dir string) (string, error) {
 	if w := hides(dir); w != "" {
 		d.opts.Logf("warning: %s: the mount hides it until unmounted", w)
 	}
-	srv, err := fusefs.Mount(dir, dr, fusefs.Options{AllowOther: d.opts.AllowOther, Passthrough: d.opts.Passthrough, Debug: d.opts.Debug, Logf: d.opts.Logf, StateDir: d.opts.StateDir, Author: d.authors.of})
+	srv, err := fusefs.Mount(dir, dr, fusefs.Options{AllowOther: d.opts.AllowOther, Passthrough: d.opts.Passthrough, IOURing: d.opts.IOURing, Debug: d.opts.Debug, Logf: d.opts.Logf, StateDir: d.opts.StateDir, Author: d.authors.of})
 	if err != nil {
 		if created {
 			os.Remove(dir)

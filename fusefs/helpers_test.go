@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/vfstest"
 )
@@ -29,6 +30,18 @@ func TestMain(m *testing.M) {
 		case serveCommand:
 			os.Exit(serveForTest(os.Args[2:]))
 		}
+	}
+	if uringAll {
+		// Machine-wide, read at INIT only: on for the whole run (other
+		// mounts do not ask for the ring, so they do not notice).
+		restore, err := uring.SetEnabled(true)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "DRAFTFS_TEST_URING=1:", err)
+			os.Exit(2)
+		}
+		code := m.Run()
+		restore()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -56,6 +69,8 @@ type mountOptions struct {
 	rootMode   os.FileMode // the workspace directory's mode, 0755 when 0
 	// passthrough mode (Options.Passthrough)
 	passthrough bool
+	// ring: ask for FUSE over io_uring (Options.IOURing)
+	ring bool
 	// logf, when set, receives the server's log, every request
 	// included (Options.Debug).
 	logf func(string, ...any)
@@ -67,6 +82,12 @@ type mountOptions struct {
 // passthroughAll puts every test mount in passthrough mode, to run the
 // package's tests in that mode too (scripts/test.sh does).
 var passthroughAll = os.Getenv("DRAFTFS_TEST_PASSTHROUGH") == "1"
+
+// uringAll serves every test mount over FUSE over io_uring
+// (Options.IOURing), to run the package's tests in that mode too; it
+// needs root and a kernel that has it (scripts/test.sh sets it where
+// both hold).
+var uringAll = os.Getenv("DRAFTFS_TEST_URING") == "1"
 
 // testMount mounts a draft of a new workspace, with cleanups that fail
 // the test if unmounting fails, if the mount stays, or if a descriptor
@@ -115,7 +136,7 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 	if m.d, err = ws.Draft(""); err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{AllowOther: o.allowOther, Passthrough: o.passthrough || passthroughAll, Logf: t.Logf}
+	opts := Options{AllowOther: o.allowOther, Passthrough: o.passthrough || passthroughAll, IOURing: o.ring || uringAll, Logf: t.Logf}
 	if o.logf != nil {
 		opts.Logf, opts.Debug = o.logf, true
 	}
@@ -123,6 +144,9 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 	m.srv, err = Mount(m.mnt, m.d, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if uringAll && !opts.Debug && !m.srv.Ring() {
+		t.Fatal("DRAFTFS_TEST_URING=1, but the mount is served over /dev/fuse (see its log)")
 	}
 	t.Cleanup(func() {
 		if err := m.srv.Unmount(); err != nil {

@@ -43,6 +43,13 @@ type Options struct {
 	// names it and the draft as the mount's source, so that commands run
 	// inside the mount find the workspace it shows (see [mounts.FindView]).
 	StateDir string
+	// IOURing serves the mount's requests over FUSE over io_uring when
+	// the kernel offers it (Linux 6.14+, enabled by root in
+	// /sys/module/fuse/parameters/enable_uring) and the server runs as
+	// root; otherwise, or where registering the ring fails, it says so
+	// in its log and serves over /dev/fuse. Forgets, interrupts and
+	// notifications stay on /dev/fuse.
+	IOURing bool
 	// Author names who made a change from the pid of the request (the
 	// caller's thread, in the mount's pid namespace): the log records it
 	// as the change's By (overlay.Source.By). It must be cheap after a
@@ -70,6 +77,7 @@ type Server struct {
 
 	// Passthrough mode (see passthrough.go).
 	passthrough bool         // read only: opens are served
+	ring        bool         // read only once Mount returns: requests come over io_uring
 	ptState     atomic.Int32 // ptUntried, ptOn or ptOff
 	opening     sync.Map     // request's cancel channel → *openFile being opened
 	// killing: cancel channels of WRITE requests after which set-id
@@ -162,9 +170,20 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// Subscribe before serving, so no change after the first request
 	// is missed.
 	s.sub = d.Workspace().SubscribeFollowed()
-	srv, err := fuse.NewServer(rawFS{gofs.NewNodeFS(s.root, fopts), s}, mp, &fopts.MountOptions)
+	raw := rawFS{gofs.NewNodeFS(s.root, fopts), s}
+	dev, mountArg := -1, mp
+	if opts.IOURing {
+		if dev, mountArg, err = s.ringMount(mp, &fopts.MountOptions); err != nil {
+			s.sub.Close()
+			return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
+		}
+	}
+	srv, err := fuse.NewServer(raw, mountArg, &fopts.MountOptions)
 	if err != nil {
 		s.sub.Close()
+		if dev >= 0 {
+			mounts.UnmountFUSE(mp)
+		}
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	s.fuse = srv
@@ -191,16 +210,28 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		}
 		s.consume()
 	}()
+	ringDone := make(chan struct{})
 	go func() {
 		<-served
+		<-ringDone // no request is being served
 		s.closePins()
 		s.sub.Close()
 		<-feedDone
 		close(s.done)
 	}()
 	if err := srv.WaitMount(); err != nil {
+		close(ringDone)
 		s.Unmount()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
+	}
+	if dev >= 0 {
+		wait := s.serveRing(srv, dev, raw, &fopts.MountOptions)
+		go func() {
+			defer close(ringDone)
+			wait()
+		}()
+	} else {
+		close(ringDone)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(mp, &st); err != nil || st.Ino != inoOf(rootInfo) {

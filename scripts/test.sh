@@ -34,6 +34,11 @@ status=0
 go test -race -count=1 -timeout 40m ./... || status=$?
 # The memory test opens no file: the same in both modes.
 DRAFTFS_TEST_PASSTHROUGH=1 go test -race -count=1 -timeout 20m -skip TestMemoryBounded ./fusefs || status=$?
+# FUSE over io_uring (serve --io-uring) where the kernel has it and we
+# are root: the tests turn enable_uring on and restore it.
+if [ "$(id -u)" = 0 ] && [ -e /sys/module/fuse/parameters/enable_uring ]; then
+  DRAFTFS_TEST_URING=1 go test -race -count=1 -timeout 20m ./fusefs || status=$?
+fi
 mounts_after=$(grep -c ' fuse' /proc/mounts || true)
 if [ "$mounts_after" -gt "$mounts_before" ]; then
   echo "test.sh: tests left FUSE mounts behind:" >&2

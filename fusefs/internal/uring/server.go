@@ -131,6 +131,7 @@ type Server struct {
 	handler Handler
 	payload int
 	wg      sync.WaitGroup
+	done    chan struct{} // closed once every worker ended and dev is closed
 	errMu   sync.Mutex
 	err     error
 }
@@ -160,7 +161,7 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fuse over io_uring: dup /dev/fuse: %w", err)
 	}
-	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192)}
+	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192), done: make(chan struct{})}
 	ready := make(chan error, n*workers)
 	for qid := range n {
 		for range workers {
@@ -175,6 +176,7 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 	go func() {
 		s.wg.Wait()
 		unix.Close(own)
+		close(s.done)
 	}()
 	if err := errors.Join(errs...); err != nil {
 		return s, fmt.Errorf("fuse over io_uring: register: %w", err)
@@ -183,9 +185,10 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 }
 
 // Wait blocks until every worker has stopped (the connection ended) and
-// returns the first unexpected error.
+// the server's descriptors are closed, and returns the first unexpected
+// error.
 func (s *Server) Wait() error {
-	s.wg.Wait()
+	<-s.done
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
 	return s.err
