@@ -12,10 +12,9 @@ import (
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 )
 
-// ringWorkers is how many requests of one CPU's ring queue are served
-// at once: a request that blocks (a commit holding the draft, a slow
-// disk) holds up its own worker only.
-const ringWorkers = 4
+// ringWorkers is how many workers each CPU's ring queue starts with
+// (more start when they are all busy: see uring.Serve).
+const ringWorkers = 2
 
 // errRingNeedsRoot: the ring needs the /dev/fuse descriptor, which only a
 // mount made here with mount(2) gives (fusermount keeps it in go-fuse).
@@ -69,6 +68,13 @@ func (s *Server) serveRing(srv *fuse.Server, dev int, raw fuse.RawFileSystem, mo
 	}
 	if err != nil {
 		s.logf("fusefs: io_uring: %v; serving over /dev/fuse", err)
+	}
+	// go-fuse makes the kernel learn that POLL is not served only on
+	// mounts it makes itself (see uring.PollHack). Only now: once INIT
+	// agreed on the ring, the kernel holds every request until the
+	// ring is ready.
+	if err := uring.PollHack(s.mountpoint); err != nil {
+		s.logf("fusefs: io_uring: %v", err)
 	}
 	s.ring = true
 	s.logf("fusefs: io_uring: serving %s over io_uring", s.mountpoint)

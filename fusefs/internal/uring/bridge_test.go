@@ -68,6 +68,9 @@ func goFuseMount(tb testing.TB, raw fuse.RawFileSystem, mo fuse.MountOptions, ri
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if err := PollHack(mnt); err != nil {
+		tb.Fatal(err)
+	}
 	return mnt, &count
 }
 

@@ -66,3 +66,29 @@ func MountDirect(mountPoint string, o *fuse.MountOptions) (dev int, err error) {
 	}
 	return dev, nil
 }
+
+// go-fuse's names for the file its Server answers to make the kernel
+// learn that the file system does not poll (poll.go there).
+const (
+	pollHackName  = ".go-fuse-epoll-hack"
+	pollHackInode = ^uint64(0)
+)
+
+// PollHack makes the kernel learn, before anything else opens a file,
+// that the file system does not implement POLL, as go-fuse does on the
+// mounts it makes itself but not on a "/dev/fd/N" one. Without it a Go
+// program's first open of a file in the mount (the server's own
+// process included) sends POLL from the runtime's epoll registration,
+// which holds a P while it waits: if the runtime then stops the world,
+// nothing answers. Call it once Serve returned: after an INIT that
+// agreed on the ring the kernel holds every request until the ring is
+// ready, and RawHandler answers the hack file as go-fuse's Server does.
+func PollHack(mountPoint string) error {
+	fd, err := unix.Open(mountPoint+"/"+pollHackName, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("poll hack: %w", err)
+	}
+	defer unix.Close(fd)
+	unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
+	return nil
+}

@@ -36,9 +36,11 @@ func TestRingServesRequests(t *testing.T) {
 }
 
 // TestRingBlockedRequest: a request that blocks in the server holds up
-// its own worker only: other requests, from any CPU, are still served.
+// its own worker only: other requests, from any CPU, are still served,
+// even when the queue started with a single worker (another starts when
+// the last idle one takes a request).
 func TestRingBlockedRequest(t *testing.T) {
-	fs := &toyFS{ring: true, slow: make(chan struct{})}
+	fs := &toyFS{ring: true, slow: make(chan struct{}), workers: 1}
 	mnt := toyMount(t, fs, 1)
 	blocked := make(chan error, 1)
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -130,6 +131,8 @@ type Server struct {
 	dev     int // a dup of the connection's descriptor, ours to close
 	handler Handler
 	payload int
+	idle    []atomic.Int32 // per queue: workers waiting for a request
+	count   []atomic.Int32 // per queue: workers started
 	wg      sync.WaitGroup
 	done    chan struct{} // closed once every worker ended and dev is closed
 	errMu   sync.Mutex
@@ -145,8 +148,12 @@ type Server struct {
 // Each worker is a locked OS thread with its own ring holding a single
 // entry: the kernel gives a request only to an entry that is free, so a
 // request that blocks (a lock wait, a commit in progress) holds up its
-// own thread only, as with go-fuse's readers; workers bounds how many
-// requests of one CPU's queue are served at once. Once Serve returns
+// own thread only. workers start per queue; when a queue's last idle
+// worker takes a request another one starts (up to maxWorkers), as
+// go-fuse starts a reader when its last one takes a request: a handler
+// may wait for something that needs another request of the same queue
+// answered (an invalidation waiting for a directory lock that a lookup
+// holds), and with a fixed number of workers that would never come. Once Serve returns
 // without error the kernel sends every request but forgets and
 // interrupts over the ring; those still come through read(2), which the
 // caller keeps serving.
@@ -161,12 +168,12 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fuse over io_uring: dup /dev/fuse: %w", err)
 	}
-	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192), done: make(chan struct{})}
+	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192), done: make(chan struct{}),
+		idle: make([]atomic.Int32, n), count: make([]atomic.Int32, n)}
 	ready := make(chan error, n*workers)
 	for qid := range n {
 		for range workers {
-			s.wg.Add(1)
-			go s.runWorker(uint16(qid), ready)
+			s.start(uint16(qid), ready)
 		}
 	}
 	var errs []error
@@ -236,21 +243,42 @@ func newEntry(payload int) (*entry, error) {
 	return e, nil
 }
 
+// maxWorkers bounds the workers of one queue: the requests one CPU's
+// queue serves at once.
+const maxWorkers = 128
+
+// start starts a worker for queue qid; ready, when not nil, receives
+// its registration's outcome.
+func (s *Server) start(qid uint16, ready chan<- error) {
+	if s.count[qid].Add(1) > maxWorkers {
+		s.count[qid].Add(-1)
+		return
+	}
+	s.wg.Add(1)
+	go s.runWorker(qid, ready)
+}
+
 func (s *Server) runWorker(qid uint16, ready chan<- error) {
 	defer s.wg.Done()
+	defer s.count[qid].Add(-1)
 	// The ring is single-issuer with deferred task work: the kernel
 	// copies requests in while this very thread waits in io_uring_enter.
 	// The thread is never unlocked, so it exits with the goroutine.
 	runtime.LockOSThread()
+	report := func(err error) {
+		if ready != nil {
+			ready <- err
+		}
+	}
 	r, err := newRing(4)
 	if err != nil {
-		ready <- err
+		report(err)
 		return
 	}
 	defer r.close()
 	e, err := newEntry(s.payload)
 	if err != nil {
-		ready <- err
+		report(err)
 		return
 	}
 	defer unix.Munmap(e.mem)
@@ -260,16 +288,20 @@ func (s *Server) runWorker(qid uint16, ready chan<- error) {
 	*(*uint32)(unsafe.Pointer(&sqe[24])) = 2
 	// A registration the kernel accepts completes only when a request
 	// arrives; one it refuses completes at once with the errno.
+	s.idle[qid].Add(1)
 	if err := r.enter(0); err != nil {
-		ready <- err
+		s.idle[qid].Add(-1)
+		report(err)
 		return
 	}
 	live := true
 	var regErr error
+	registering := true
 	handle := func(_ uint64, res int32) {
 		if res < 0 {
 			live = false
-			if regErr == nil && ready != nil {
+			s.idle[qid].Add(-1)
+			if registering {
 				regErr = syscall.Errno(-res)
 				return
 			}
@@ -279,11 +311,15 @@ func (s *Server) runWorker(qid uint16, ready chan<- error) {
 			}
 			return
 		}
+		if s.idle[qid].Add(-1) == 0 {
+			s.start(qid, nil)
+		}
 		s.answer(r, e, qid)
+		s.idle[qid].Add(1)
 	}
 	r.completions(handle)
-	ready <- regErr
-	ready = nil
+	registering = false
+	report(regErr)
 	for live && regErr == nil {
 		if err := r.enter(1); err != nil {
 			s.fail(err)

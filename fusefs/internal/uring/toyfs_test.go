@@ -2,6 +2,7 @@ package uring
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,8 @@ type toyFS struct {
 	minor        uint32
 	// slow, when set, holds a LOOKUP of "slow" until it is closed.
 	slow chan struct{}
+	// workers each ring queue starts with; 0: 2
+	workers int
 }
 
 const (
@@ -132,7 +135,7 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 	}
 	if t.ring {
 		var err error
-		rs, err = Serve(dev, 2, toyMaxWrite, func(req *Request, out []byte) (int, syscall.Errno) {
+		rs, err = Serve(dev, cmp.Or(t.workers, 2), toyMaxWrite, func(req *Request, out []byte) (int, syscall.Errno) {
 			t.ringRequests.Add(1)
 			return t.serve(req, out)
 		})
