@@ -6,8 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
-	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -16,23 +16,11 @@ import (
 // TestEncodersMatchJSON: the hand-written encoders of the write-ahead
 // log give json.Marshal's bytes, for values with every field set or
 // zero and strings json escapes (quotes, HTML characters, control
-// characters, non-ASCII, invalid UTF-8, U+2028).
+// characters, non-ASCII, invalid UTF-8, U+2028). The values are filled
+// by reflection, field by field, so a field added to entry, base, inode
+// or LogEntry and not to its encoder fails here.
 func TestEncodersMatchJSON(t *testing.T) {
-	strs := []string{"", "a", "src/main.go", `q"uote`, `back\slash`, "<a&b>", "a<b", "a>b", "tab\tnl\n", "\x00\x1f\x7f",
-		"héllo", "日本", "\xff\xfe", "line\u2028sep", "emoji 🙂", "a b/c d"}
 	r := rand.New(rand.NewPCG(1, 2))
-	str := func() string { return strs[r.IntN(len(strs))] }
-	num := func() int64 {
-		switch r.IntN(4) {
-		case 0:
-			return 0
-		case 1:
-			return -r.Int64N(1 << 40)
-		case 2:
-			return math.MaxInt64
-		}
-		return r.Int64N(1 << 62)
-	}
 	check := func(what string, got []byte, v any) {
 		t.Helper()
 		want, err := json.Marshal(v)
@@ -43,61 +31,96 @@ func TestEncodersMatchJSON(t *testing.T) {
 			t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
 		}
 	}
-	for range 2000 {
-		n := &inode{Mode: fs.FileMode(r.Uint32()), Data: r.IntN(2) == 0, Target: str(), Mtime: num(), Atime: num(), Ctime: num(),
-			Rdev: uint64(num()), Uid: int(num()), Gid: int(num()), Born: num()}
-		if r.IntN(2) == 0 {
-			n.Xattr = map[string][]byte{}
-			for range r.IntN(4) {
-				var v []byte
-				if r.IntN(5) > 0 {
-					v = []byte(str())
-				}
-				n.Xattr["user."+str()] = v
-			}
-		}
-		got := encodeInode(n)
-		check("inode", got, n)
-
-		e := &entry{Kind: kind(r.IntN(6)), Ino: uint64(num()), Opaque: r.IntN(2) == 0, Ctime: num(), Origin: str()}
-		if r.IntN(2) == 0 {
-			e.Base = &base{Path: str(), NoLower: r.IntN(2) == 0, Exists: r.IntN(2) == 0, Kind: kind(r.IntN(6)),
-				Mode: fs.FileMode(r.Uint32()), Hash: str(), Size: num(), Mtime: num(), Rdev: uint64(num()),
-				Version: num(), Kept: r.IntN(2) == 0}
-		}
-		check("entry", encodeEntry(e), e)
-
-		l := &LogEntry{Time: time.Unix(0, num()/4).In(time.FixedZone("x", 3600*(r.IntN(25)-12))), Op: str(), Path: str(),
-			From: str(), Source: Source(str()), By: str()}
-		for range r.IntN(3) {
-			l.Paths = append(l.Paths, str())
-		}
-		enc, err := encodeLog(l)
+	for range 3000 {
+		var n inode
+		randomFill(r, reflect.ValueOf(&n).Elem())
+		check("inode", encodeInode(&n), &n)
+		var e entry
+		randomFill(r, reflect.ValueOf(&e).Elem())
+		check("entry", encodeEntry(&e), &e)
+		var l LogEntry
+		randomFill(r, reflect.ValueOf(&l).Elem())
+		enc, err := encodeLog(&l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("log entry", enc, l)
+		check("log entry", enc, &l)
 
-		rec := &walRecord{Seq: uint64(num()), NextIno: uint64(num())}
+		rec := &walRecord{Seq: r.Uint64N(1 << 40), NextIno: r.Uint64()}
 		if r.IntN(3) > 0 {
 			rec.Entries = map[string]json.RawMessage{}
 			for range 1 + r.IntN(3) {
-				rec.Entries[str()] = nil
+				rec.Entries[randomString(r)] = nil
 				if r.IntN(3) > 0 {
-					rec.Entries[str()] = encodeEntry(e)
+					rec.Entries[randomString(r)] = encodeEntry(&e)
 				}
 			}
 		}
 		if r.IntN(3) > 0 {
-			rec.Inodes = map[uint64]json.RawMessage{uint64(num()): got, uint64(r.IntN(100)): nil, uint64(r.IntN(20)): got}
+			rec.Inodes = map[uint64]json.RawMessage{r.Uint64(): encodeInode(&n), r.Uint64N(100): nil, r.Uint64N(20): encodeInode(&n)}
 		}
 		if r.IntN(2) > 0 {
 			rec.Log = []json.RawMessage{enc, enc}
 		}
 		if r.IntN(4) == 0 {
-			rec.Commits = map[uint64]json.RawMessage{uint64(r.IntN(30)): json.RawMessage(`{"id":1}`), 12: nil}
+			rec.Commits = map[uint64]json.RawMessage{r.Uint64N(30): json.RawMessage(`{"id":1}`), 12: nil}
 		}
 		check("record", appendRecord(nil, rec), rec)
+	}
+}
+
+var testStrings = []string{"", "a", "src/main.go", `q"uote`, `back\slash`, "<a&b>", "a<b", "a>b", "tab\tnl\n", "\x00\x1f\x7f",
+	"héllo", "日本", "\xff\xfe", "line\u2028sep", "emoji 🙂", "a b/c d"}
+
+func randomString(r *rand.Rand) string { return testStrings[r.IntN(len(testStrings))] }
+
+// randomFill sets v, and each field of a struct, to a random value: zero
+// one time in four, so that omitempty is exercised too.
+func randomFill(r *rand.Rand, v reflect.Value) {
+	if r.IntN(4) == 0 && v.Kind() != reflect.Struct {
+		v.SetZero()
+		return
+	}
+	if v.Type() == reflect.TypeFor[time.Time]() {
+		zone := time.FixedZone("z", 3600*(r.IntN(25)-12))
+		v.Set(reflect.ValueOf(time.Unix(r.Int64N(1<<35), r.Int64N(1e9)).In(zone)))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			randomFill(r, v.Field(i))
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		randomFill(r, v.Elem())
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(r.Int64() - r.Int64())
+	case reflect.Uint8:
+		v.SetUint(r.Uint64N(256))
+	case reflect.Uint32, reflect.Uint64:
+		v.SetUint(r.Uint64() >> (64 - v.Type().Bits()))
+	case reflect.String:
+		v.SetString(randomString(r))
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 1+r.IntN(3), 3)
+		for i := range s.Len() {
+			randomFill(r, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		for range 1 + r.IntN(3) {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			randomFill(r, k)
+			randomFill(r, e)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	default:
+		panic("randomFill: no case for " + v.Type().String())
 	}
 }
 
