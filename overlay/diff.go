@@ -56,7 +56,7 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 	if len(keys) == 0 {
 		keys = nil
 	}
-	items, inodes := d.changes()
+	items := d.changes()
 	var chosen []item
 	var st []StatusEntry
 	var dirs []FileDiff // directories whose mode or owner change
@@ -85,7 +85,7 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 			out = append(out, FileDiff{Path: it.key, From: it.from, Change: it.change, Ignored: true})
 			continue
 		}
-		fd, _, err := d.fileDiff(it, inodes[it.e.Ino])
+		fd, _, err := d.fileDiff(it, it.n)
 		if err != nil && d.goneSince(it) {
 			continue // committed or discarded while the diff ran
 		}

@@ -85,18 +85,12 @@ func (d *Draft) same(it item, n *inode) bool {
 	return ok && err == nil && bytes.Equal(ours, theirs)
 }
 
-// changes returns the items that change something (see same), with a
-// copy of each one's inode. Takes d.mu for reading to copy the items;
+// changes returns the items that change something (see same), each
+// with a copy of its inode. Takes d.mu for reading to copy the items;
 // the comparisons run without it.
-func (d *Draft) changes() ([]item, map[uint64]inode) {
+func (d *Draft) changes() []item {
 	d.mu.RLock()
 	all := d.items()
-	inodes := make(map[uint64]inode, len(all))
-	for _, it := range all {
-		if n, ok := d.inodes[it.e.Ino]; ok && it.e.Ino != 0 {
-			inodes[it.e.Ino] = *n
-		}
-	}
 	d.mu.RUnlock()
 	d.memo.prune(all)
 	s := d.stamper()
@@ -104,14 +98,14 @@ func (d *Draft) changes() ([]item, map[uint64]inode) {
 	out := all[:0]
 	for _, it := range all {
 		var n *inode
-		if c, ok := inodes[it.e.Ino]; ok {
-			n = &c
+		if it.hasN {
+			n = &it.n
 		}
 		if !d.sameMemo(&it, n, s) {
 			out = append(out, it)
 		}
 	}
-	return out, inodes
+	return out
 }
 
 // changesLocked is changes for a caller that holds d.mu.

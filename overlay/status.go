@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strings"
 )
 
 // Change kinds reported by Status.
@@ -65,7 +64,8 @@ func (s StatusEntry) Letter() string {
 type item struct {
 	key    string
 	e      entry
-	n      inode // the entry's inode, when it has one
+	n      inode // a copy of the entry's inode, when it has one (hasN)
+	hasN   bool
 	change string
 	from   string // origin of a rename
 	source string // key of the whiteout at the rename's origin, if any
@@ -85,11 +85,19 @@ func (d *Draft) items() []item {
 		}
 	}
 	sources := map[string]string{} // renamed entry key → whiteout key
+	// The keys are sorted, not the items: moving 10,000 items of some
+	// 250 bytes about costs more than building them in order.
+	keys := make([]string, 0, len(d.entries))
+	for k := range d.entries {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	out := make([]item, 0, len(d.entries))
-	for k, e := range d.entries {
+	for _, k := range keys {
+		e := d.entries[k]
 		it := item{key: k, e: *e, leaf: len(d.children[k]) == 0}
 		if n := d.inodes[e.Ino]; e.Ino != 0 && n != nil {
-			it.n = *n
+			it.n, it.hasN = *n, true
 		}
 		switch {
 		case e.Kind == kindWhiteout:
@@ -132,7 +140,6 @@ func (d *Draft) items() []item {
 	for i := range out {
 		out[i].source = sources[out[i].key]
 	}
-	slices.SortFunc(out, func(a, b item) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
@@ -168,7 +175,7 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 	if len(keys) == 0 {
 		keys = nil
 	}
-	items, _ := d.changes()
+	items := d.changes()
 	out, err := d.statusEntries(items, func(it item) bool { return it.selected(keys) })
 	if err != nil {
 		return nil, err
@@ -179,7 +186,13 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 
 // statusEntries reports the items keep accepts, in order.
 func (d *Draft) statusEntries(items []item, keep func(item) bool) ([]StatusEntry, error) {
-	out := []StatusEntry{}
+	n := 0
+	for _, it := range items {
+		if keep(it) {
+			n++
+		}
+	}
+	out := make([]StatusEntry, 0, n)
 	for _, it := range items {
 		if !keep(it) {
 			continue
@@ -196,7 +209,7 @@ func (d *Draft) statusEntries(items []item, keep func(item) bool) ([]StatusEntry
 // Changed returns the paths the draft changes (renames: both ends), as
 // Status lists them but without the trailing "/" of directories.
 func (d *Draft) Changed() map[string]bool {
-	items, _ := d.changes()
+	items := d.changes()
 	out := make(map[string]bool, len(items))
 	for _, it := range items {
 		out[it.key] = true

@@ -174,7 +174,8 @@ func (s *stamper) stampOf(it *item, n *inode) (stamp, bool) {
 	if !d.w.osDisk || d.w.bufs == nil {
 		return st, false
 	}
-	var paths []string // under an opaque directory (NoLower) none
+	var room [len(st.paths)]string // not allocated per item
+	paths := room[:0]              // under an opaque directory (NoLower) none
 	switch {
 	case it.e.Base == nil:
 		paths = append(paths, it.key)
@@ -183,7 +184,7 @@ func (s *stamper) stampOf(it *item, n *inode) (stamp, bool) {
 	case !it.e.Base.NoLower:
 		paths = append(paths, it.e.Base.Path)
 	}
-	for _, p := range []string{it.from, it.e.Origin} {
+	for _, p := range [...]string{it.from, it.e.Origin} {
 		if p != "" && !slices.Contains(paths, p) {
 			paths = append(paths, p)
 		}
@@ -241,7 +242,7 @@ func (m *memo) lookup(it *item, st stamp) *answer {
 // matches reports whether a was computed for an item equal to it.
 func (a *answer) matches(it *item) bool {
 	x, y := a.it, *it
-	if x.key != y.key || x.change != y.change || x.from != y.from || x.source != y.source || x.leaf != y.leaf {
+	if x.key != y.key || x.change != y.change || x.from != y.from || x.source != y.source || x.leaf != y.leaf || x.hasN != y.hasN {
 		return false
 	}
 	if x.e.Kind != y.e.Kind || x.e.Ino != y.e.Ino || x.e.Opaque != y.e.Opaque || x.e.Ctime != y.e.Ctime || x.e.Origin != y.e.Origin {
@@ -263,8 +264,9 @@ func equalInode(a, b *inode) bool {
 }
 
 // store keeps an answer for it (same or entry, whichever is set),
-// adding to one already kept for the same item and stamp.
-func (m *memo) store(it *item, st stamp, same *bool, entry *StatusEntry) {
+// adding to one already kept for the same item and stamp, and returns
+// the answer. Its stamp never changes once kept.
+func (m *memo) store(it *item, st stamp, same *bool, entry *StatusEntry) *answer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a := m.answers[it.key]; a != nil && a.st == st && a.matches(it) {
@@ -274,7 +276,7 @@ func (m *memo) store(it *item, st stamp, same *bool, entry *StatusEntry) {
 		if entry != nil {
 			a.entry = entry
 		}
-		return
+		return a
 	}
 	a := &answer{it: *it, st: st, same: same, entry: entry}
 	a.it.st = nil
@@ -287,6 +289,7 @@ func (m *memo) store(it *item, st stamp, same *bool, entry *StatusEntry) {
 		m.answers = map[string]*answer{}
 	}
 	m.answers[it.key] = a
+	return a
 }
 
 // prune forgets the answers of keys no longer among the draft's items.
@@ -318,12 +321,14 @@ func (d *Draft) sameMemo(it *item, n *inode, s *stamper) bool {
 	if !ok {
 		return d.same(*it, n)
 	}
-	it.st = &st
+	// it.st points at the kept answer's stamp, which never changes: a
+	// stamp of its own per item would be 10,000 allocations a status.
 	if a := d.memo.lookup(it, st); a != nil && a.same != nil {
+		it.st = &a.st
 		return *a.same
 	}
 	v := d.same(*it, n)
-	d.memo.store(it, st, &v, nil)
+	it.st = &d.memo.store(it, st, &v, nil).st
 	return v
 }
 
