@@ -97,17 +97,24 @@ func TestPrintJSONAsEncoder(t *testing.T) {
 	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
-	r, w, err := os.Pipe()
+	raw, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout := os.Stdout
-	os.Stdout = w
-	err = printJSON(v)
-	os.Stdout = stdout
-	w.Close()
-	got, _ := io.ReadAll(r)
-	if err != nil || string(got) != want.String() {
-		t.Errorf("printJSON: %v\n%s\nwant\n%s", err, got, want.String())
+	// status --json prints the daemon's encoding as it is.
+	for _, v := range []any{v, json.RawMessage(raw)} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout := os.Stdout
+		os.Stdout = w
+		err = printJSON(v)
+		os.Stdout = stdout
+		w.Close()
+		got, _ := io.ReadAll(r)
+		if err != nil || string(got) != want.String() {
+			t.Errorf("printJSON(%T): %v\n%s\nwant\n%s", v, err, got, want.String())
+		}
 	}
 }

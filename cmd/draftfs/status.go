@@ -67,15 +67,21 @@ path listed; "fold" is the line an ignored path is folded into,
 			return err
 		}
 		defer s.close()
+		if flagStatusJSON {
+			// Printed as the daemon encoded it: not decoded to be encoded
+			// again.
+			raw, err := s.StatusJSON(s.cfg.draft, paths...)
+			if err != nil {
+				return err
+			}
+			return printJSON(raw)
+		}
 		st, err := s.Status(s.cfg.draft, paths...)
 		if err != nil {
 			return err
 		}
-		if flagStatusJSON {
-			return printJSON(st)
-		}
-		// One write, not one per line: 10,000 lines cost 10,000 syscalls.
-		out := bufio.NewWriter(os.Stdout)
+		// Few writes, not one per line: 10,000 lines cost 10,000 syscalls.
+		out := bufio.NewWriterSize(os.Stdout, 64<<10)
 		printStatus(out, st, flagStatusIgnored)
 		if err := out.Flush(); err != nil {
 			return err
@@ -216,16 +222,22 @@ func thousands(n int) string {
 // json.Encoder with SetIndent prints, but json.Indent sizes its buffer
 // up front: the Encoder's grows from nothing (half the CPU of a status
 // of 10,000 entries).
+//
+// A json.RawMessage is printed as it is: as Marshal spells it when it
+// is what Marshal wrote, as the daemon's answers are.
 func printJSON(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+	b, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return err
+		}
 	}
 	var out bytes.Buffer
 	if err := json.Indent(&out, b, "", "  "); err != nil {
 		return err
 	}
 	out.WriteByte('\n')
-	_, err = out.WriteTo(os.Stdout)
+	_, err := out.WriteTo(os.Stdout)
 	return err
 }

@@ -171,6 +171,13 @@ func (c *Client) Status(draft string, paths ...string) ([]overlay.StatusEntry, e
 	return res, c.Call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
 }
 
+// StatusJSON is Status as the daemon encodes it, a JSON array of
+// overlay.StatusEntry, not decoded: what status --json prints.
+func (c *Client) StatusJSON(draft string, paths ...string) (json.RawMessage, error) {
+	var res json.RawMessage
+	return res, c.Call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
+}
+
 // DiffOptions choose what Diff shows.
 type DiffOptions struct {
 	Paths []string // none: every change

@@ -62,7 +62,8 @@ func largeAnswer(conn net.Conn, result []byte, answered chan<- struct{}) {
 // A large result is decoded once: jsonrpc2 alone decodes it into Go
 // values, copies it, and decodes it again. For 10,000 status entries
 // (595 KiB, decoded into 1.8 MB of entries) that allocated 16.7 times
-// the answer's size, 8.8 times when parked.
+// the answer's size, 8.8 times when parked, 6.0 times since the parked
+// result stays in the line's buffer and the slice is sized once.
 func TestLargeResultAllocates(t *testing.T) {
 	entries := make([]overlay.StatusEntry, 10000)
 	for i := range entries {
@@ -83,8 +84,8 @@ func TestLargeResultAllocates(t *testing.T) {
 	if !reflect.DeepEqual(got, entries) {
 		t.Fatalf("got %d entries, not the %d sent", len(got), len(entries))
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 12*uint64(len(result)) {
-		t.Errorf("a %d KiB result allocated %d KiB, over 12 times its size", len(result)>>10, n>>10)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 7*uint64(len(result)) {
+		t.Errorf("a %d KiB result allocated %d KiB, over 7 times its size", len(result)>>10, n>>10)
 	}
 	c.stream.smu.Lock()
 	defer c.stream.smu.Unlock()

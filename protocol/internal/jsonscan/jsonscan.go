@@ -8,6 +8,8 @@
 package jsonscan
 
 import (
+	"bytes"
+
 	"github.com/segmentio/encoding/json"
 )
 
@@ -164,4 +166,50 @@ func (o *Object) String() string {
 		return ""
 	}
 	return s
+}
+
+// Len returns how many values the JSON array b holds, reading its bytes
+// once without tokenizing them, so that a decoder can size its slice
+// once instead of growing it by doubling; 0 when b holds no array. b
+// must be valid JSON (as a whole message checked before).
+func Len(b []byte) int {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != '[' {
+		return 0
+	}
+	depth, commas, values := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '"':
+			for i++; i < len(b); i++ {
+				j := bytes.IndexAny(b[i:], `"\`)
+				if j < 0 {
+					return 0
+				}
+				if i += j; b[i] == '"' {
+					break
+				}
+				i++ // the escaped byte
+			}
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth--; depth == 0 {
+				if !values {
+					return 0
+				}
+				return commas + 1
+			}
+		case ',':
+			if depth == 1 {
+				commas++
+			}
+		}
+		if depth >= 1 && i > 0 {
+			values = true
+		}
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,5 +98,57 @@ func TestFinishErr(t *testing.T) {
 	}
 	if o.Finish() == nil {
 		t.Error("trailing } read as JSON")
+	}
+}
+
+func TestLen(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{`[]`, 0},
+		{` [ ] `, 0},
+		{`[1]`, 1},
+		{`[[]]`, 1},
+		{`[{}]`, 1},
+		{`["a,b",{"x":[1,2,3],"y":"]}"},[4,5]]`, 3},
+		{`["\"", "\\", "\\\",,"]`, 3},
+		{"[\n  {\"a\": 1},\n  {\"a\": 2}\n]", 2},
+		{`{"a":[1,2]}`, 0},
+		{`null`, 0},
+		{`"[1,2]"`, 0},
+		{``, 0},
+		{`[1,2`, 0},
+	} {
+		if got := Len([]byte(c.in)); got != c.want {
+			t.Errorf("Len(%s) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+// TestLenAgreesWithDecoding checks Len against what decoding gives for
+// arrays of every shape the status and diff answers take.
+func TestLenAgreesWithDecoding(t *testing.T) {
+	var v []any
+	for i := range 300 {
+		switch i % 5 {
+		case 0:
+			v = append(v, map[string]any{"path": fmt.Sprintf("d/%d,\"x\\", i), "list": []any{1, "]", nil}})
+		case 1:
+			v = append(v, "[,{")
+		case 2:
+			v = append(v, []any{})
+		case 3:
+			v = append(v, nil)
+		default:
+			v = append(v, float64(i))
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Len(b); got != len(v) {
+			t.Fatalf("Len of %d values: %d (%s)", len(v), got, b)
+		}
 	}
 }

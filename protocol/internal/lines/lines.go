@@ -98,6 +98,10 @@ func (l *Reader) gather(last []byte, n int) []byte {
 	return append(l.buf, last...)
 }
 
+// Release gives the line Next returned last to the caller for good:
+// the next line is read into a buffer of its own.
+func (l *Reader) Release() { l.buf = nil }
+
 // keepHead keeps the start of a line found too long at chunk.
 func (l *Reader) keepHead(chunk []byte) {
 	l.head = l.head[:0]

@@ -57,3 +57,19 @@ func TestNextExactBuffer(t *testing.T) {
 		t.Errorf("a buffer of %d bytes is kept after the line", cap(r.buf))
 	}
 }
+
+// A released line stays as it was while the next lines are read.
+func TestRelease(t *testing.T) {
+	r := NewReader(strings.NewReader("first\nxy\n"), 100)
+	first, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	if second, err := r.Next(); err != nil || string(second) != "xy" {
+		t.Fatalf("%q, %v", second, err)
+	}
+	if string(first) != "first" {
+		t.Errorf("the released line reads %q after the next one", first)
+	}
+}
