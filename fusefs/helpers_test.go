@@ -34,13 +34,13 @@ func TestMain(m *testing.M) {
 	if uringAll {
 		// Machine-wide, read at INIT only: on for the whole run (other
 		// mounts do not ask for the ring, so they do not notice).
-		restore, err := uring.SetEnabled(true)
+		release, err := uring.HoldEnabled()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "DRAFTFS_TEST_URING=1:", err)
 			os.Exit(2)
 		}
 		code := m.Run()
-		restore()
+		release()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

@@ -187,12 +187,19 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	s.fuse = srv
-	// Serve closes /dev/fuse after its loops ended: srv.Wait returns
-	// before that, so the end of Serve itself marks the mount gone.
+	// go-fuse answered INIT in NewServer; srv.Serve reads /dev/fuse
+	// from then on, unless the mount moves to io_uring. The end of
+	// serve marks the mount gone: go-fuse closes /dev/fuse after its
+	// loops ended (srv.Wait returns before that), the ring after its
+	// workers.
+	serve := srv.Serve
+	if dev >= 0 {
+		serve = s.serveRing(srv, dev, raw, &fopts.MountOptions)
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		srv.Serve()
+		serve()
 	}()
 	// The feed's invalidations wait until the mount has answered: the
 	// kernel starts the root with no permissions (mode 0, owner root)
@@ -210,28 +217,19 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		}
 		s.consume()
 	}()
-	ringDone := make(chan struct{})
 	go func() {
-		<-served
-		<-ringDone // no request is being served
+		<-served // no request is being served
 		s.closePins()
 		s.sub.Close()
 		<-feedDone
 		close(s.done)
 	}()
 	if err := srv.WaitMount(); err != nil {
-		close(ringDone)
 		s.Unmount()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	if dev >= 0 {
-		wait := s.serveRing(srv, dev, raw, &fopts.MountOptions)
-		go func() {
-			defer close(ringDone)
-			wait()
-		}()
-	} else {
-		close(ringDone)
+		s.pollHack()
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(mp, &st); err != nil || st.Ino != inoOf(rootInfo) {

@@ -3,9 +3,7 @@
 package fusefs
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -16,30 +14,23 @@ import (
 // (more start when they are all busy: see uring.Serve).
 const ringWorkers = 2
 
-// errRingNeedsRoot: the ring needs the /dev/fuse descriptor, which only a
-// mount made here with mount(2) gives (fusermount keeps it in go-fuse).
-var errRingNeedsRoot = errors.New("needs root (the mount is made with mount(2) to keep its /dev/fuse descriptor)")
-
 // ringMount prepares a mount served over io_uring (Options.IOURing):
-// when the kernel offers it and the server may mount by itself, it
-// mounts mp with mount(2) and returns the descriptor and the mount point
-// to hand go-fuse ("/dev/fd/N"), with INIT set to accept the ring.
-// Otherwise it says why and returns -1 and mp: the mount is served over
-// /dev/fuse as usual.
+// when the kernel offers it, it mounts mp itself (mount(2) as root,
+// fusermount3 otherwise: see uring.Mount) and returns the descriptor
+// and the mount point to hand go-fuse ("/dev/fd/N"), with INIT set to
+// accept the ring. Otherwise it says why and returns -1 and mp: the
+// mount is served over /dev/fuse as usual.
 func (s *Server) ringMount(mp string, mo *fuse.MountOptions) (dev int, mountArg string, err error) {
 	switch {
 	case mo.Debug:
 		s.logf("fusefs: io_uring: off with --debug (requests on the ring are not logged); serving over /dev/fuse")
-		return -1, mp, nil
-	case os.Geteuid() != 0:
-		s.logf("fusefs: io_uring: %v; serving over /dev/fuse", errRingNeedsRoot)
 		return -1, mp, nil
 	case !uring.Enabled():
 		s.logf("fusefs: io_uring: the kernel does not offer it (Linux 6.14+; as root: echo Y > /sys/module/fuse/parameters/enable_uring); serving over /dev/fuse")
 		return -1, mp, nil
 	}
 	mo.ExtraCapabilities |= uring.CapOverIOURing
-	dev, err = uring.MountDirect(mp, mo)
+	dev, err = uring.Mount(mp, mo)
 	if err != nil {
 		return -1, "", err
 	}
@@ -51,39 +42,66 @@ func (s *Server) ringMount(mp string, mo *fuse.MountOptions) (dev int, mountArg 
 }
 
 // serveRing moves srv's requests to io_uring queues once INIT agreed on
-// them. Where it did not (the switch went off in between) or the queues
-// cannot be registered, the kernel keeps sending requests to /dev/fuse,
-// which go-fuse serves as usual: nothing is lost but the speed. The
-// returned wait blocks until the ring's workers ended (after unmount).
-func (s *Server) serveRing(srv *fuse.Server, dev int, raw fuse.RawFileSystem, mo *fuse.MountOptions) (wait func()) {
-	none := func() {}
+// them, and returns what serves the mount in place of srv.Serve: it
+// returns once the connection ended. On the ring, a reader of our own
+// takes what the kernel keeps on /dev/fuse (forgets, interrupts: see
+// uring.Server.Control) and go-fuse's Server only sends notifications.
+// Where INIT did not agree (the switch went off in between) or the
+// queues cannot be registered, the kernel keeps sending requests to
+// /dev/fuse, and srv.Serve serves them as usual: nothing is lost but
+// the speed.
+func (s *Server) serveRing(srv *fuse.Server, dev int, raw fuse.RawFileSystem, mo *fuse.MountOptions) (serve func()) {
 	if srv.KernelSettings().Flags64()&uring.CapOverIOURing == 0 {
 		s.logf("fusefs: io_uring: not agreed at INIT; serving over /dev/fuse")
-		return none
+		return srv.Serve
 	}
 	rs, err := uring.Serve(dev, ringWorkers, mo.MaxWrite, uring.RawHandler(raw, mo))
-	if rs == nil {
-		s.logf("fusefs: io_uring: %v; serving over /dev/fuse", err)
-		return none
+	if err == nil {
+		err = rs.Control(raw.Forget)
 	}
 	if err != nil {
 		s.logf("fusefs: io_uring: %v; serving over /dev/fuse", err)
-	}
-	// go-fuse makes the kernel learn that POLL is not served only on
-	// mounts it makes itself (see uring.PollHack). Only now: once INIT
-	// agreed on the ring, the kernel holds every request until the
-	// ring is ready.
-	if err := uring.PollHack(s.mountpoint); err != nil {
-		s.logf("fusefs: io_uring: %v", err)
+		if rs == nil {
+			return srv.Serve
+		}
+		return func() {
+			srv.Serve()
+			s.waitRing(rs)
+		}
 	}
 	s.ring = true
 	s.logf("fusefs: io_uring: serving %s over io_uring", s.mountpoint)
 	return func() {
-		if err := rs.Wait(); err != nil {
-			s.logf("fusefs: io_uring: %v", err)
-		}
+		s.waitRing(rs)
+		// The connection is gone: go-fuse's Serve reads ENODEV at
+		// once, then closes its descriptor and tells the file system
+		// it was unmounted.
+		srv.Serve()
 	}
 }
+
+func (s *Server) waitRing(rs *uring.Server) {
+	if err := rs.Wait(); err != nil {
+		s.logf("fusefs: io_uring: %v", err)
+	}
+}
+
+// pollHack makes the kernel learn that POLL is not served, as go-fuse
+// does on the mounts it makes itself but not on a "/dev/fd/N" one (see
+// uring.PollHack). Only once the mount is served: after an INIT that
+// agreed on the ring, the kernel holds every request until the ring is
+// ready.
+func (s *Server) pollHack() {
+	if err := uring.PollHack(s.mountpoint); err != nil {
+		s.logf("fusefs: io_uring: %v", err)
+	}
+}
+
+// HoldIOURing turns the kernel's FUSE-over-io_uring switch on until
+// release, for tests of packages that mount (draftfs itself never
+// changes it): test processes running at once share it, and the last
+// one puts back the value found before the first. It needs root.
+func HoldIOURing() (release func(), err error) { return uring.HoldEnabled() }
 
 // Ring says whether requests are served over io_uring.
 func (s *Server) Ring() bool { return s.ring }

@@ -24,11 +24,11 @@ func TestMountIOURing(t *testing.T) {
 	if !uringAll {
 		// Machine-wide and read at INIT only: on while this mount is
 		// made, then back as it was (the connection keeps the ring).
-		restore, err := uring.SetEnabled(true)
+		release, err := uring.HoldEnabled()
 		if err != nil {
 			t.Skip(err)
 		}
-		defer restore()
+		defer release()
 	}
 	m := testMount(t, mountOptions{files: map[string]string{"a.txt": "one\n"}, ring: true})
 	if !m.srv.Ring() {

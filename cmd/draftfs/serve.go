@@ -17,7 +17,6 @@ var (
 	flagMount       string
 	flagAllowOther  bool
 	flagPassthrough bool
-	flagIOURing     bool
 	flagDebug       bool
 )
 
@@ -57,7 +56,6 @@ func init() {
 	for _, c := range []*cobra.Command{serveCmd, mountCmd} {
 		c.Flags().BoolVar(&flagAllowOther, "allow-other", false, "let other users use the mount (FUSE allow_other)")
 		c.Flags().BoolVar(&flagPassthrough, "passthrough", false, "let the kernel read files opened read-only straight from disk (FUSE passthrough, Linux 6.9+, root): faster cold reads of large files, a request more per open")
-		c.Flags().BoolVar(&flagIOURing, "io-uring", false, "serve FUSE requests over io_uring where the kernel offers it (Linux 6.14+, root, enable_uring on): less CPU per request; otherwise /dev/fuse as usual")
 		c.Flags().BoolVar(&flagDebug, "debug", false, "log every FUSE request to stderr")
 		root.AddCommand(c)
 	}

@@ -296,6 +296,7 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 		Workspace: cfg.workspace,
 		StateDir:  cfg.stateDir,
 		Draft:     cfg.draft,
+		IOURing:   flagIOURing,
 		Watch:     true,
 		Command:   command,
 		Version:   version(),

@@ -3,10 +3,13 @@ package uring
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -16,9 +19,10 @@ import (
 
 // goFuseMount mounts raw with go-fuse's Server on a new directory, on a
 // descriptor opened here (the /dev/fd/N form). With ring it is served
-// the way draftfs would serve over io_uring: the Server answers INIT
-// with CapOverIOURing and keeps reading /dev/fuse for forgets and
-// interrupts, and RawHandler serves everything else from ring queues.
+// the way draftfs serves over io_uring: the Server answers INIT with
+// CapOverIOURing, RawHandler serves requests from ring queues and
+// Server.Control takes forgets and interrupts from /dev/fuse; go-fuse's
+// Serve runs only once the connection ended, to close its descriptor.
 // It returns the mount point and the count of requests served over the
 // ring.
 func goFuseMount(tb testing.TB, raw fuse.RawFileSystem, mo fuse.MountOptions, ring bool) (string, *atomic.Int64) {
@@ -36,35 +40,41 @@ func goFuseMount(tb testing.TB, raw fuse.RawFileSystem, mo fuse.MountOptions, ri
 		unix.Unmount(mnt, unix.MNT_DETACH)
 		tb.Fatal(err)
 	}
-	go srv.Serve()
-	var rs *Server
-	tb.Cleanup(func() {
-		if err := unix.Unmount(mnt, 0); err != nil {
-			tb.Errorf("unmount: %v", err)
-			unix.Unmount(mnt, unix.MNT_DETACH)
-		}
-		srv.Wait()
+	served := make(chan struct{})
+	serve := func(rs *Server) {
+		defer close(served)
 		if rs != nil {
 			if err := rs.Wait(); err != nil {
 				tb.Errorf("ring server: %v", err)
 			}
 		}
-	})
-	if err := srv.WaitMount(); err != nil {
-		tb.Fatal(err)
+		srv.Serve()
 	}
+	tb.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			tb.Errorf("unmount: %v", err)
+			unix.Unmount(mnt, unix.MNT_DETACH)
+		}
+		<-served
+	})
 	var count atomic.Int64
 	if !ring {
+		go serve(nil)
 		return mnt, &count
 	}
 	if srv.KernelSettings().Flags64()&CapOverIOURing == 0 {
+		go serve(nil)
 		tb.Skip("the kernel did not offer FUSE over io_uring at INIT")
 	}
 	h := RawHandler(raw, &mo)
-	rs, err = Serve(dev, 2, max(mo.MaxWrite, 128<<10), func(req *Request, out []byte) (int, syscall.Errno) {
+	rs, err := Serve(dev, 2, max(mo.MaxWrite, 128<<10), func(req *Request, out []byte) (int, syscall.Errno) {
 		count.Add(1)
 		return h(req, out)
 	})
+	if err == nil {
+		err = rs.Control(raw.Forget)
+	}
+	go serve(rs)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,5 +114,70 @@ func TestRawHandlerPosix(t *testing.T) {
 		if count.Load() == before {
 			t.Errorf("%s: no request came over the ring", n)
 		}
+	}
+}
+
+// blockingFS holds a LOOKUP of "block" until the request is cancelled
+// (an interrupt) or release is closed.
+type blockingFS struct {
+	fuse.RawFileSystem
+	entered     chan struct{}
+	release     chan struct{}
+	interrupted atomic.Bool
+}
+
+func (b *blockingFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	if name != "block" {
+		return b.RawFileSystem.Lookup(cancel, h, name, out)
+	}
+	b.entered <- struct{}{}
+	select {
+	case <-cancel:
+		b.interrupted.Store(true)
+		return fuse.EINTR
+	case <-b.release:
+		return fuse.ENOENT
+	}
+}
+
+// TestRingInterrupt: a request blocked in the server over the ring is
+// cancelled when its caller gets a signal (the kernel sends INTERRUPT on
+// /dev/fuse), so a killed caller goes. The kernel waits for the
+// server's answer even after SIGKILL; with the interrupt lost (read by
+// another reader of /dev/fuse, which cannot find ring requests) the
+// caller stays until the request ends on its own.
+func TestRingInterrupt(t *testing.T) {
+	root, err := fs.NewLoopbackRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mo := fuse.MountOptions{MaxWrite: 128 << 10}
+	b := &blockingFS{RawFileSystem: fs.NewNodeFS(root, &fs.Options{MountOptions: mo}), entered: make(chan struct{}, 8), release: make(chan struct{})}
+	mnt, count := goFuseMount(t, b, mo, true)
+	before := count.Load()
+	defer close(b.release)
+	for i := range 3 { // the second and later ones on an entry whose cancel was replaced
+		cmd := exec.Command("stat", filepath.Join(mnt, "block"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		<-b.entered
+		cmd.Process.Signal(syscall.SIGTERM)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			t.Fatalf("stat %d: a minute after SIGTERM, its blocked LOOKUP is still unanswered", i)
+		}
+		if !b.interrupted.Swap(false) {
+			t.Fatalf("stat %d: the LOOKUP was not cancelled", i)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "missing")); !os.IsNotExist(err) {
+		t.Fatalf("stat after the interrupts: %v", err)
+	}
+	if count.Load() == before {
+		t.Fatal("no request came over the ring")
 	}
 }

@@ -36,8 +36,6 @@ const (
 	// CapOverIOURing is the INIT flag (flags2 bit 9) by which a server
 	// tells the kernel it will register ring entries.
 	CapOverIOURing = uint64(1) << 41
-
-	enableParam = "/sys/module/fuse/parameters/enable_uring"
 )
 
 // Request is one FUSE request: In holds the header and the opcode's
@@ -50,7 +48,8 @@ type Request struct {
 	Payload []byte
 	// Cancel is unique among the requests in flight (go-fuse's
 	// RawFileSystem methods take it, and draftfs keys per-request state
-	// by it); it is never closed: ring requests are not interrupted.
+	// by it); it is closed when the kernel interrupts the request (a
+	// signal to the caller), which Server.Control reads.
 	Cancel <-chan struct{}
 }
 
@@ -73,30 +72,6 @@ func (r *Request) Op() []byte { return r.In[unsafe.Sizeof(fuse.InHeader{}):] }
 // request's payload buffer itself: the reply is written in place. Calls
 // run concurrently, on as many threads as the server has workers.
 type Handler func(req *Request, out []byte) (int, syscall.Errno)
-
-// Enabled says whether the running kernel accepts ring registrations
-// from new connections.
-func Enabled() bool {
-	b, err := os.ReadFile(enableParam)
-	return err == nil && strings.TrimSpace(string(b)) == "Y"
-}
-
-// SetEnabled switches the machine-wide parameter and returns the value
-// to restore. It needs root.
-func SetEnabled(on bool) (restore func() error, err error) {
-	old, err := os.ReadFile(enableParam)
-	if err != nil {
-		return nil, fmt.Errorf("fuse over io_uring: %w (kernel older than 6.14 or fuse built without it)", err)
-	}
-	v := "N"
-	if on {
-		v = "Y"
-	}
-	if err := os.WriteFile(enableParam, []byte(v), 0); err != nil {
-		return nil, fmt.Errorf("fuse over io_uring: set %s: %w", enableParam, err)
-	}
-	return func() error { return os.WriteFile(enableParam, old, 0) }, nil
-}
 
 // queueCount is the number of ring queues the kernel waits for before
 // it sends requests over the ring: one per possible CPU
@@ -137,6 +112,16 @@ type Server struct {
 	done    chan struct{} // closed once every worker ended and dev is closed
 	errMu   sync.Mutex
 	err     error
+
+	// ctlDone is closed when the reader Control started has ended.
+	ctlDone chan struct{}
+	// inflight holds the requests being answered, by unique; early, the
+	// last interrupts of requests no worker had yet taken (see
+	// interrupt). Both under mu.
+	mu        sync.Mutex
+	inflight  map[uint64]*entry
+	early     [16]uint64
+	nextEarly int
 }
 
 // Serve registers ring entries on the /dev/fuse descriptor dev, whose
@@ -169,7 +154,7 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 		return nil, fmt.Errorf("fuse over io_uring: dup /dev/fuse: %w", err)
 	}
 	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192), done: make(chan struct{}),
-		idle: make([]atomic.Int32, n), count: make([]atomic.Int32, n)}
+		idle: make([]atomic.Int32, n), count: make([]atomic.Int32, n), inflight: map[uint64]*entry{}}
 	ready := make(chan error, n*workers)
 	for qid := range n {
 		for range workers {
@@ -196,6 +181,9 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 // error.
 func (s *Server) Wait() error {
 	<-s.done
+	if s.ctlDone != nil {
+		<-s.ctlDone
+	}
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
 	return s.err
@@ -220,7 +208,10 @@ type entry struct {
 	out     []byte // reply body, copied to payload at commit
 	in      []byte // header and fixed argument, contiguous
 	iov     *[2]unix.Iovec
-	cancel  chan struct{}
+	// cancel is the request's Request.Cancel; closed (cancelled) by an
+	// interrupt, it is replaced before the entry takes the next one.
+	cancel    chan struct{}
+	cancelled bool
 }
 
 func newEntry(payload int) (*entry, error) {
@@ -351,6 +342,8 @@ func (s *Server) answer(r *ring, e *entry, qid uint16) {
 	copy(e.in, e.hdr[:hsize])
 	copy(e.in[hsize:], e.hdr[opInOffset:opInOffset+opSize])
 	clear(e.in[hsize+opSize:])
+	unique := in.Unique
+	s.begin(e, unique)
 	req := Request{In: e.in[:hsize+opSize], Payload: e.payload[:psz], Cancel: e.cancel}
 	out := e.out
 	inPlace := bulkReply(in.Opcode) && psz == 0
@@ -358,6 +351,7 @@ func (s *Server) answer(r *ring, e *entry, qid uint16) {
 		out = e.payload
 	}
 	n, errno := s.handler(&req, out)
+	s.end(e, unique)
 	if errno != 0 {
 		n = 0
 	} else if !inPlace {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"os"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -149,51 +148,23 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 // mountByHand mounts a FUSE connection at mnt and returns its
 // descriptor, skipping the test without root, and with ring without
 // kernel support. With ring it turns enable_uring on for the time the
-// test takes and restores it at cleanup: a connection negotiates the
-// ring at INIT only while it is on. Tests that turn it on share one
-// switch (they run in parallel): the last to finish restores it.
+// test takes and restores it at cleanup (HoldEnabled): a connection
+// negotiates the ring at INIT only while it is on.
 func mountByHand(tb testing.TB, mnt string, o *fuse.MountOptions, ring bool) int {
 	tb.Helper()
 	if os.Getuid() != 0 {
 		tb.Skip("mounting a FUSE file system by hand needs root")
 	}
 	if ring {
-		if err := holdEnabled(); err != nil {
+		release, err := HoldEnabled()
+		if err != nil {
 			tb.Skip(err)
 		}
-		tb.Cleanup(releaseEnabled)
+		tb.Cleanup(release)
 	}
 	dev, err := MountDirect(mnt, o)
 	if err != nil {
 		tb.Skip(err)
 	}
 	return dev
-}
-
-var (
-	enabledMu      sync.Mutex
-	enabledHolders int
-	enabledRestore func() error
-)
-
-func holdEnabled() error {
-	enabledMu.Lock()
-	defer enabledMu.Unlock()
-	if enabledHolders == 0 {
-		restore, err := SetEnabled(true)
-		if err != nil {
-			return err
-		}
-		enabledRestore = restore
-	}
-	enabledHolders++
-	return nil
-}
-
-func releaseEnabled() {
-	enabledMu.Lock()
-	defer enabledMu.Unlock()
-	if enabledHolders--; enabledHolders == 0 {
-		enabledRestore()
-	}
 }
