@@ -66,6 +66,10 @@ type Draft struct {
 	handles map[uint64]int
 	orphans map[uint64]inode
 
+	// spare keeps the emptied data files of gone inodes for new ones
+	// (spares.go); nil when read only.
+	spare *spares
+
 	// bornMu protects born, which may be read with or without d.mu held;
 	// taken last. born maps the disk inode numbers draft inodes kept to
 	// the births of the objects they were copied up from (identity.go).
@@ -97,6 +101,12 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 		// Read only, a draft never written: nothing to open.
 	default:
 		return nil, fmt.Errorf("overlay: draft %s: open its data directory: %w", name, err)
+	}
+	if !w.readOnly {
+		if d.spare, err = openSpares(dir); err != nil {
+			d.closeData()
+			return nil, fmt.Errorf("overlay: draft %s: %w", name, err)
+		}
 	}
 	if d.st, err = openStore(dir, w.readOnly); err != nil {
 		d.closeData()
@@ -130,6 +140,7 @@ func (d *Draft) closeData() {
 	if d.data >= 0 {
 		unix.Close(d.data)
 	}
+	d.spare.close()
 }
 
 // reload replaces the in-memory metadata with the stored one.

@@ -2,9 +2,7 @@
 
 package overlay
 
-import (
-	"os"
-)
+import "os"
 
 // allocIno reserves a new draft inode number in t. Must be called with
 // d.mu held for writing.
@@ -39,7 +37,7 @@ func (d *Draft) releaseFile(ino uint64) {
 		d.forgetBirth(ino)
 		if n.Data {
 			// Under filesMu, so no copy-up can take the number meanwhile.
-			os.Remove(d.dataPath(ino))
+			d.removeData(ino)
 		}
 	}
 }
@@ -102,4 +100,14 @@ func (d *Draft) inodeOf(ino uint64) (inode, int, bool) {
 	defer d.filesMu.Unlock()
 	n, ok := d.orphans[ino]
 	return n, 0, ok
+}
+
+// removeData removes the data file of inode ino, which no name and no
+// handle keeps: it becomes a spare (see spares) or goes.
+func (d *Draft) removeData(ino uint64) {
+	if d.spare == nil {
+		os.Remove(d.dataPath(ino))
+		return
+	}
+	d.spare.retire(d.data, dataName(ino))
 }

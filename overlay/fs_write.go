@@ -223,7 +223,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	case kindFile:
 		n.Data = true
 		// The data file first: a record never names a missing one.
-		if fd, err = d.openData(ino, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC, dataPerm); err != nil {
+		if fd, err = d.newData(ino, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -291,7 +291,7 @@ func (d *Draft) finish(t *txn) error {
 		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source.By(t.log[n-1].By)}
 	}
 	for _, ino := range gone {
-		os.Remove(d.dataPath(ino))
+		d.removeData(ino)
 	}
 	return nil
 }

@@ -106,6 +106,12 @@ func (tl *timeline) content(ino uint64) (*cpData, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Read without the draft's lock: the file may have gone meanwhile
+	// and, emptied, become a new inode's (see spares). Then what was
+	// read is not ino's, and ino counts as gone.
+	if now, err := os.Stat(p); err != nil || !os.SameFile(fi, now) {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	}
 	cd := cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano()}
 	if cd.Chunks, err = tl.chunks.put(b); err != nil {
 		return nil, err
