@@ -45,9 +45,9 @@ type Options struct {
 	StateDir string
 	// IOURing serves the mount's requests over FUSE over io_uring when
 	// the kernel offers it (Linux 6.14+, enabled by root in
-	// /sys/module/fuse/parameters/enable_uring) and the server runs as
-	// root; otherwise, or where registering the ring fails, it says so
-	// in its log and serves over /dev/fuse. Forgets, interrupts and
+	// /sys/module/fuse/parameters/enable_uring) and Debug is off;
+	// otherwise it serves over /dev/fuse, and where registering the
+	// ring fails it says so in its log. Forgets, interrupts and
 	// notifications stay on /dev/fuse.
 	IOURing bool
 	// Author names who made a change from the pid of the request (the

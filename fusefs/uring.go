@@ -15,18 +15,17 @@ import (
 const ringWorkers = 2
 
 // ringMount prepares a mount served over io_uring (Options.IOURing):
-// when the kernel offers it, it mounts mp itself (mount(2) as root,
+// when the kernel offers it and requests are not logged (Debug), it
+// mounts mp itself (mount(2) as root,
 // fusermount3 otherwise: see uring.Mount) and returns the descriptor
 // and the mount point to hand go-fuse ("/dev/fd/N"), with INIT set to
 // accept the ring. Otherwise it says why and returns -1 and mp: the
 // mount is served over /dev/fuse as usual.
 func (s *Server) ringMount(mp string, mo *fuse.MountOptions) (dev int, mountArg string, err error) {
-	switch {
-	case mo.Debug:
-		s.logf("fusefs: io_uring: off with --debug (requests on the ring are not logged); serving over /dev/fuse")
-		return -1, mp, nil
-	case !uring.Enabled():
-		s.logf("fusefs: io_uring: the kernel does not offer it (Linux 6.14+; as root: echo Y > /sys/module/fuse/parameters/enable_uring); serving over /dev/fuse")
+	// Asked for by default: the two cases where it is not used are
+	// not worth a line in the log (the command says so when the user
+	// asked explicitly).
+	if mo.Debug || !uring.Enabled() {
 		return -1, mp, nil
 	}
 	mo.ExtraCapabilities |= uring.CapOverIOURing
@@ -96,6 +95,10 @@ func (s *Server) pollHack() {
 		s.logf("fusefs: io_uring: %v", err)
 	}
 }
+
+// IOURingOffered says whether the kernel offers FUSE over io_uring to
+// new mounts (/sys/module/fuse/parameters/enable_uring is on).
+func IOURingOffered() bool { return uring.Enabled() }
 
 // HoldIOURing turns the kernel's FUSE-over-io_uring switch on until
 // release, for tests of packages that mount (draftfs itself never

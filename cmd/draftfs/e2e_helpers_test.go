@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs"
 	"github.com/draftfs/draftfs/protocol/control"
 )
 
@@ -45,7 +46,18 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	release := func() {}
+	if os.Getenv("DRAFTFS_TEST_URING") == "1" {
+		// Every mount asks for the ring by default: with the kernel's
+		// switch on for the run, they all get it.
+		if release, err = fusefs.HoldIOURing(); err != nil {
+			fmt.Fprintln(os.Stderr, "DRAFTFS_TEST_URING=1:", err)
+			os.RemoveAll(dir)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
+	release()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

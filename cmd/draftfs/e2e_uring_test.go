@@ -27,11 +27,12 @@ func holdIOURing(t *testing.T) {
 // servedOverRing is the daemon's log line of a mount on the ring.
 const servedOverRing = "over io_uring"
 
-// TestIOURing: the mounts of serve and run are served over io_uring
-// where the kernel offers it, for root and for an ordinary user: the
-// ring needs the mount's /dev/fuse descriptor, which fusermount3 passes
-// back to the user's daemon (_FUSE_COMMFD). Changes made through the
-// mount reach the draft.
+// TestIOURing: the mounts of serve and run are served over io_uring by
+// default where the kernel offers it, for root and for an ordinary
+// user (the ring needs the mount's /dev/fuse descriptor, which
+// fusermount3 passes back to the user's daemon: _FUSE_COMMFD), and
+// --io-uring=false keeps them on /dev/fuse. Changes made through the
+// mount reach the draft either way.
 func TestIOURing(t *testing.T) {
 	needFUSE(t)
 	holdIOURing(t)
@@ -42,7 +43,7 @@ func TestIOURing(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.own(mnt)
-		d := f.serve(mnt, "--io-uring")
+		d := f.serve(mnt)
 		sh := f.as(exec.Command("sh", "-c", `cat a.txt && echo two > b.txt && mv b.txt c.txt && ls`))
 		sh.Dir = mnt
 		if r := f.finish(sh, ""); r.code != 0 || r.out != "one\na.txt\nc.txt\n" {
@@ -50,16 +51,20 @@ func TestIOURing(t *testing.T) {
 		}
 		d.stop()
 		if log := d.stderr.String(); !strings.Contains(log, servedOverRing) {
-			t.Errorf("serve --io-uring: the mount was not served over io_uring; log:\n%s", log)
+			t.Errorf("serve: the mount was not served over io_uring; log:\n%s", log)
 		}
-		r := f.run("--io-uring", "run", "--", "sh", "-c", `cat c.txt && echo three > d.txt`)
+		r := f.run("run", "--", "sh", "-c", `cat c.txt && echo three > d.txt`)
 		if r.code != 0 || r.out != "two\n" {
 			t.Errorf("run: %s", r)
 		}
 		if !strings.Contains(r.err, servedOverRing) {
-			t.Errorf("run --io-uring: the mount was not served over io_uring; stderr:\n%s", r.err)
+			t.Errorf("run: the mount was not served over io_uring; stderr:\n%s", r.err)
 		}
-		if r := f.ok("status"); !strings.Contains(r.out, "c.txt") || !strings.Contains(r.out, "d.txt") {
+		r = f.run("--io-uring=false", "run", "--", "sh", "-c", `echo four > e.txt`)
+		if r.code != 0 || strings.Contains(r.err, servedOverRing) {
+			t.Errorf("run --io-uring=false: %s", r)
+		}
+		if r := f.ok("status"); !strings.Contains(r.out, "c.txt") || !strings.Contains(r.out, "d.txt") || !strings.Contains(r.out, "e.txt") {
 			t.Errorf("status after the changes: %s", r)
 		}
 	})

@@ -59,7 +59,7 @@ func init() {
 	pf.StringVar(&flagWorkspace, "workspace", "", "the workspace directory (default: the nearest directory from the current one up that draftfs has state for, else the current one)")
 	pf.StringVar(&flagState, "state", "", "where draftfs keeps its state (default: $XDG_STATE_HOME/draftfs, else ~/.local/state/draftfs)")
 	pf.StringVar(&flagDraft, "draft", "main", "the draft to work on")
-	pf.BoolVar(&flagIOURing, "io-uring", false, "serve the mounts' FUSE requests over io_uring where the kernel offers it (Linux 6.14+ with /sys/module/fuse/parameters/enable_uring on): less CPU per request; otherwise /dev/fuse as usual")
+	pf.BoolVar(&flagIOURing, "io-uring", true, "serve the mounts' FUSE requests over io_uring where the kernel offers it (Linux 6.14+ with /sys/module/fuse/parameters/enable_uring on): less CPU per request; elsewhere, or with --io-uring=false, through reads and writes of /dev/fuse")
 	root.MarkPersistentFlagDirname("workspace")
 	root.MarkPersistentFlagDirname("state")
 	root.RegisterFlagCompletionFunc("draft", completeDrafts)

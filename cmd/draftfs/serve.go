@@ -85,7 +85,7 @@ func serve(mountDir string) error {
 		Mount:       mountDir,
 		AllowOther:  flagAllowOther,
 		Passthrough: flagPassthrough,
-		IOURing:     flagIOURing,
+		IOURing:     ioURing(),
 		Debug:       flagDebug,
 		Watch:       true,
 		Command:     "serve",

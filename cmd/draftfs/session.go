@@ -9,6 +9,7 @@ import (
 
 	"github.com/draftfs/draftfs/daemon"
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/protocol/control"
@@ -288,6 +289,24 @@ func (s *session) paths(args []string) ([]string, error) {
 	return out, nil
 }
 
+// ioURing says whether the daemon's mounts ask for FUSE over io_uring
+// (--io-uring, on by default): where the kernel does not offer it they
+// read /dev/fuse, silently unless --io-uring was given.
+func ioURing() bool {
+	if !flagIOURing {
+		return false
+	}
+	if root.PersistentFlags().Changed("io-uring") {
+		switch {
+		case !fusefs.IOURingOffered():
+			logf("--io-uring: the kernel does not offer FUSE over io_uring (Linux 6.14+; root turns it on with echo Y > /sys/module/fuse/parameters/enable_uring); serving over /dev/fuse")
+		case flagDebug:
+			logf("--io-uring: off with --debug (requests on the ring are not logged); serving over /dev/fuse")
+		}
+	}
+	return true
+}
+
 // startDaemon starts a daemon in this process for a command that needs
 // the workspace for a while (run, acp, mcp), so that other commands and
 // editors reach it through the socket meanwhile.
@@ -296,7 +315,7 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 		Workspace: cfg.workspace,
 		StateDir:  cfg.stateDir,
 		Draft:     cfg.draft,
-		IOURing:   flagIOURing,
+		IOURing:   ioURing(),
 		Watch:     true,
 		Command:   command,
 		Version:   version(),
