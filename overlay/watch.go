@@ -23,7 +23,9 @@ type watcher struct {
 	wg   sync.WaitGroup
 }
 
-func newWatcher(w *Workspace) (*watcher, error) {
+// newWatcher starts watching; the walk waits for after to close (nil:
+// it starts at once).
+func newWatcher(w *Workspace, after <-chan struct{}) (*watcher, error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -31,7 +33,7 @@ func newWatcher(w *Workspace) (*watcher, error) {
 	x := &watcher{w: w, fw: fw, done: make(chan struct{})}
 	x.wg.Add(2)
 	go x.run()
-	go x.watchAll()
+	go x.watchAll(after)
 	return x, nil
 }
 
@@ -44,8 +46,15 @@ var watchAllHook func()
 // its directory is watched has no event of its own; the overflow
 // published once every directory is watched makes subscribers drop
 // everything they cached meanwhile, as for an inotify overflow.
-func (x *watcher) watchAll() {
+func (x *watcher) watchAll(after <-chan struct{}) {
 	defer x.wg.Done()
+	if after != nil {
+		select {
+		case <-after:
+		case <-x.done:
+			return
+		}
+	}
 	if watchAllHook != nil {
 		watchAllHook()
 	}

@@ -69,3 +69,41 @@ watched:
 		}
 	}
 }
+
+// TestWatchAfter: the walk that watches every directory waits for
+// WatchAfter (a daemon's start), and closing the workspace before does
+// not wait for it.
+func TestWatchAfter(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "a"), 0o755))
+	walked := make(chan struct{}, 2)
+	watchAllHook = func() { walked <- struct{}{} }
+	t.Cleanup(func() { watchAllHook = nil })
+
+	after := make(chan struct{})
+	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true, WatchAfter: after})
+	must(t, err)
+	select {
+	case <-walked:
+		t.Fatal("the walk started before WatchAfter was closed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(after)
+	select {
+	case <-walked:
+	case <-time.After(time.Minute):
+		t.Fatal("no walk once WatchAfter was closed")
+	}
+	must(t, w.Close())
+
+	w, err = Open(Options{Root: root, StateDir: t.TempDir(), Watch: true, WatchAfter: make(chan struct{})})
+	must(t, err)
+	closed := make(chan error)
+	go func() { closed <- w.Close() }()
+	select {
+	case err := <-closed:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("Close waits for a walk that never started")
+	}
+}

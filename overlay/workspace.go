@@ -32,6 +32,12 @@ type Options struct {
 	// Watch the disk for changes made outside draftfs and publish them on
 	// the change feed.
 	Watch bool
+	// WatchAfter, when set, holds back the walk that watches every
+	// directory until it is closed: a daemon's start does not share its
+	// CPU with a walk of the whole workspace (GOMAXPROCS is 1 where a
+	// mount is served). Changes made before are published as one
+	// overflow, as for a walk that had not reached them.
+	WatchAfter <-chan struct{}
 	// ReadOnly opens the drafts for reading only: nothing in the state
 	// directory is created or written (no commit is finished, no log
 	// checkpointed), and every change is refused. For commands that
@@ -131,7 +137,7 @@ func open(opts Options, disk afero.Fs) (*Workspace, error) {
 		w.feed.publish(Change{Path: ev.Path, Kind: ChangeBuffer, Source: SourceEditor})
 	})
 	if opts.Watch {
-		w.watcher, err = newWatcher(w)
+		w.watcher, err = newWatcher(w, opts.WatchAfter)
 		if err != nil {
 			w.stopBufs()
 			if dir != nil {
