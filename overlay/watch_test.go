@@ -3,8 +3,12 @@
 package overlay
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,5 +109,43 @@ func TestWatchAfter(t *testing.T) {
 		must(t, err)
 	case <-time.After(time.Minute):
 		t.Fatal("Close waits for a walk that never started")
+	}
+}
+
+// TestWatchTree: every directory is watched, through entries of every
+// kind, and no symbolic link is followed.
+func TestWatchTree(t *testing.T) {
+	root := t.TempDir()
+	for i := range 30 {
+		must(t, os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%02d/e/f%d", i%7, i)), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("d%02d/file%d-%s", i%7, i, strings.Repeat("n", 200))), []byte("x"), 0o644))
+	}
+	for i := range 300 { // more than one read of the directory
+		must(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("d03/g%03d-%s", i, strings.Repeat("n", 200))), nil, 0o644))
+	}
+	must(t, os.Mkdir(filepath.Join(root, "d03/zz"), 0o755))
+	must(t, os.Symlink(filepath.Join(root, "d00"), filepath.Join(root, "d01/link")))
+	must(t, os.Symlink(t.TempDir(), filepath.Join(root, "outside")))
+	var want []string
+	must(t, filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err == nil && de.IsDir() {
+			want = append(want, p)
+		}
+		return err
+	}))
+	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true})
+	must(t, err)
+	defer w.Close()
+	sub := w.Subscribe()
+	defer sub.Close()
+	for c := range sub.C {
+		if c.Overflow {
+			break // every directory is watched
+		}
+	}
+	got := w.watcher.fw.WatchList()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("watched %d directories, want %d:\n%q\nwant\n%q", len(got), len(want), got, want)
 	}
 }
