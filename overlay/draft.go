@@ -137,10 +137,10 @@ func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 }
 
 func (d *Draft) closeData() {
+	d.spare.close() // first: see spares.close
 	if d.data >= 0 {
 		unix.Close(d.data)
 	}
-	d.spare.close()
 }
 
 // reload replaces the in-memory metadata with the stored one.

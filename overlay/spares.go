@@ -61,9 +61,16 @@ func openSpares(dir string) (*spares, error) {
 	return s, nil
 }
 
-// close closes the spare directory.
+// close closes the spare directory. The draft's data directory is
+// closed after it: a file released after that (see retire) is removed
+// by its path.
 func (s *spares) close() {
-	if s != nil && s.dir >= 0 {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir >= 0 {
 		unix.Close(s.dir)
 		s.dir = -1
 	}
@@ -78,7 +85,7 @@ func (s *spares) take(data int, name string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.names) > 0 {
+	for s.dir >= 0 && len(s.names) > 0 {
 		last := s.names[len(s.names)-1]
 		s.names = s.names[:len(s.names)-1]
 		if unix.Renameat(s.dir, last, data, name) == nil {
@@ -91,30 +98,32 @@ func (s *spares) take(data int, name string) bool {
 // retire removes the data file name from the directory data: it is
 // emptied and kept as a spare when there is room and it has no other
 // link (a commit's undo or a rewind may have linked it), else removed.
-func (s *spares) retire(data int, name string) {
-	var st unix.Stat_t
-	if s == nil || unix.Fstatat(data, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
-		st.Nlink != 1 || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Unlinkat(data, name, 0)
-		return
-	}
+// False when the spares are closed: data may be too, and the caller
+// removes the file by its path.
+func (s *spares) retire(data int, name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.names) == maxSpares {
+	if s.dir < 0 {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(data, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink != 1 ||
+		st.Mode&unix.S_IFMT != unix.S_IFREG || len(s.names) == maxSpares {
 		unix.Unlinkat(data, name, 0)
-		return
+		return true
 	}
 	spare := strconv.FormatUint(s.next, 16)
 	if unix.Renameat(data, name, s.dir, spare) != nil {
 		unix.Unlinkat(data, name, 0)
-		return
+		return true
 	}
 	s.next++
 	if st.Size > 0 && s.truncate(spare) != nil {
 		unix.Unlinkat(s.dir, spare, 0)
-		return
+		return true
 	}
 	s.names = append(s.names, spare)
+	return true
 }
 
 // truncate empties the spare file name.

@@ -134,3 +134,20 @@ func TestSpareDataFilesAfterCrash(t *testing.T) {
 		t.Fatalf("spares %v, want one named 100", sp)
 	}
 }
+
+// TestSpareDataFilesAfterClose: a file whose last handle closes after
+// the workspace closed (its data directory is closed then) still has its
+// data file removed, by its path.
+func TestSpareDataFilesAfterClose(t *testing.T) {
+	e := openSpareEnv(t, t.TempDir(), t.TempDir())
+	mustWrite(t, e.v, "a.txt", "open while removed")
+	data := filepath.Join(e.dir, "data", strconv.FormatUint(vfstest.InoOf(t, e.v, "a.txt"), 16))
+	f, err := e.v.Open("a.txt")
+	must(t, err)
+	must(t, e.v.Remove("a.txt"))
+	must(t, e.ws.Close())
+	f.Close()
+	if _, err := os.Lstat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data file of a file closed after the workspace stayed: %v", err)
+	}
+}
