@@ -118,9 +118,9 @@
 // node.ioStateMu protects a node's counts of open files in passthrough
 // mode, and is held while registering or closing its backing file (an
 // ioctl on the FUSE device, not a notification). Server.mu protects the
-// generation, node, twin and pinned-node tables. go-fuse's Inode.mu is
-// taken inside all of them, by its own methods (GetChild, NewInode,
-// Parent).
+// generation, node, twin and pinned-node tables and nodes' followers.
+// go-fuse's Inode.mu is taken inside all of them, by its own methods
+// (GetChild, NewInode, Parent).
 //
 // Lock order, outermost first: node.ioMu, node.ioStateMu, Server.mu,
 // Inode.mu. The engine's locks (see package overlay; a held handle's

@@ -174,10 +174,12 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	// Recorded once go-fuse set it up: others read its identity.
 	n := in.Operations().(*node)
 	n.lastKey.Store(&key)
-	if old != nil && old != in && old.StableAttr().Mode == sa.Mode {
-		old.Operations().(*node).next.Store(n)
-	}
 	s.mu.Lock()
+	if old != nil && old != in && old.StableAttr().Mode == sa.Mode {
+		o := old.Operations().(*node)
+		o.next.Store(n)
+		n.followers = append(n.followers, o)
+	}
 	if k := s.byIno[ino]; k == nil || k.forgotten.Load() || k.StableAttr().Gen != sa.Gen {
 		s.setKnown(ino, n)
 	}
@@ -246,6 +248,12 @@ func (n *node) OnForget() {
 	if n.srv.byIno[ino] == n {
 		delete(n.srv.byIno, ino)
 	}
+	// Its followers now follow the node it followed, for pinChild; so a
+	// name replaced again and again keeps no chain of dropped nodes.
+	if m := n.next.Load(); m != nil {
+		m.followers = append(slices.DeleteFunc(m.followers, func(f *node) bool { return f == n }), n.followers...)
+	}
+	n.followers = nil
 	if twins := slices.DeleteFunc(n.srv.twins[ino], func(m *node) bool { return m == n || m.forgotten.Load() }); len(twins) > 0 {
 		n.srv.twins[ino] = twins
 	} else {

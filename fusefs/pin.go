@@ -5,6 +5,7 @@ package fusefs
 import (
 	"errors"
 	"io/fs"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/afero"
@@ -64,10 +65,14 @@ func (n *node) pinChild(name string) (undo func()) {
 	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
 		return undo
 	}
-	// Twins stand for the same object (see twinsOf): each keeps it too.
+	// Twins stand for the same object (see twinsOf), and followers
+	// read it by its path (see followersOf): each keeps it too.
 	var undos []func()
 	for _, t := range append(c.srv.twinsOf(c), c) {
 		undos = append(undos, t.pinAt(key))
+		for _, f := range c.srv.followersOf(t) {
+			undos = append(undos, f.pinAt(key))
+		}
 	}
 	return func() {
 		for _, u := range undos {
@@ -94,6 +99,30 @@ func (n *node) pinAt(key string) (undo func()) {
 	n.pin = f
 	n.srv.hold(n, true)
 	return func() { n.unpin(f) }
+}
+
+// followersOf returns the nodes that follow n (see node.next), directly
+// or through others, and have no name of their own: a descriptor open
+// on one reads n's object by n's path, so it must keep that object once
+// the name goes, even after the kernel forgets n, or the nodes between
+// (fstat then failed with ENOENT).
+func (s *Server) followersOf(n *node) []*node {
+	var all []*node
+	s.mu.Lock()
+	todo := n.followers
+	for hops := 0; len(todo) > 0 && hops < maxHops; hops++ {
+		all = append(all, todo...)
+		var next []*node
+		for _, f := range todo {
+			next = append(next, f.followers...)
+		}
+		todo = next
+	}
+	s.mu.Unlock()
+	return slices.DeleteFunc(all, func(f *node) bool {
+		_, named := f.treeKey()
+		return named || f.forgotten.Load()
+	})
 }
 
 // goneInfo is what n's directory was when its name went (see gone);
