@@ -106,6 +106,16 @@ function T.wait(what, cond, timeout_ms)
   end
 end
 
+-- undo_break makes the next change an undo step of its own, as a typed
+-- command's is. Neovim closes an undo step when its main loop turns to
+-- wait for input; changes made by callbacks that run without such a turn
+-- between them (events handled in one batch, or inside another
+-- callback's wait) are one step, so under load an edit made after
+-- :edit! was undone together with the reload.
+function T.undo_break()
+  vim.cmd('let &undolevels = &undolevels')
+end
+
 function T.mkdir(dir)
   vim.fn.mkdir(dir, 'p')
   return dir

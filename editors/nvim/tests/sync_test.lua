@@ -312,6 +312,7 @@ T.case('save, reload, undo and close fall back to disk', function()
     local b = T.buffer(probe, path, ws)
     return b.version == require('draftfs').state(buf).version and not b.dirty
   end)
+  T.undo_break() -- :undo takes back the edit, not the reload
   api.nvim_buf_set_lines(buf, 0, -1, true, { 'edit' })
   synced(buf, path)
   T.eq(true, T.buffer(probe, path, ws).dirty, 'dirty after a change')
