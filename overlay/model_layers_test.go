@@ -312,9 +312,6 @@ func (m *model) fifo(p string) bool {
 	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0
 }
 
-// ctimeTick is longer than a tick of the kernel's coarse clock.
-const ctimeTick = 20 * time.Millisecond
-
 // ctimeMoves runs op, which reports whether it did the same on both
 // sides, and then requires the ctime of each object moved (named by
 // the path before and the path after op) to have moved on both sides or
@@ -339,6 +336,12 @@ func (m *model) ctimeMoves(op func() bool, moved ...[2]string) bool {
 	for i, pair := range moved {
 		before[i].v, before[i].r, before[i].ok = ctime(pair[0])
 	}
+	// Every stamp op makes is at or after this: the kernel stamps files
+	// from its coarse clock (or finer), the engine from time.Now.
+	var coarse unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &coarse); err != nil {
+		m.t.Fatal(err)
+	}
 	if !op() {
 		return false
 	}
@@ -347,11 +350,14 @@ func (m *model) ctimeMoves(op func() bool, moved ...[2]string) bool {
 		if !ok || !before[i].ok {
 			continue
 		}
-		// The kernel stamps files with a clock that ticks every few
-		// milliseconds (finer only for a file whose ctime was read since
-		// its last change), the engine some times with its own: a
-		// movement is only told apart from none across a tick.
-		if time.Since(before[i].v) < ctimeTick {
+		// The kernel's coarse clock ticks every few milliseconds and lags
+		// time.Now, with which the engine stamps some changes itself: a
+		// stamp op makes can be older than one made just before it. Only
+		// once the coarse clock passed the old stamp before op began is
+		// a movement told apart from none. (Measuring the gap after op,
+		// as a fixed guard did, let a slow op under load pass a stamp
+		// made early in it.)
+		if !time.Unix(coarse.Unix()).After(before[i].v) {
 			continue
 		}
 		if vm, rm := v.After(before[i].v), r.After(before[i].r); vm != rm {
