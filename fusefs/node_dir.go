@@ -244,7 +244,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	defer h.mu.Unlock()
 	h.last = nil
 	if !h.loaded {
-		ents, err := h.n.srv.fsys.ReadDir(h.key)
+		ents, err := h.n.srv.fsys.ReadDirPlus(h.key)
 		if err != nil {
 			return nil, h.n.srv.errno("readdir", err)
 		}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+
+	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // dirEntry is one name of a merged directory listing.
@@ -18,13 +20,30 @@ type dirEntry struct {
 	typ  fs.FileMode
 	d    *Draft
 	key  string
+	// listed is the disk object's lstat read with the listing (nil when
+	// none was), of lower path lower, while the feed's count was seq.
+	// It describes the entry as long as the feed published nothing
+	// since: every change to the view, a disk change included, is
+	// published before any mount drops its caches of it, so an answer
+	// built from it is never older than what the kernel last dropped.
+	listed fs.FileInfo
+	lower  string
+	seq    uint64
 }
 
-func (e *dirEntry) Name() string               { return e.name }
-func (e *dirEntry) IsDir() bool                { return e.typ.IsDir() }
-func (e *dirEntry) Type() fs.FileMode          { return e.typ }
-func (e *dirEntry) Info() (fs.FileInfo, error) { return e.d.lstat(e.key) }
-func (e *dirEntry) String() string             { return fs.FormatDirEntry(e) }
+func (e *dirEntry) Name() string      { return e.name }
+func (e *dirEntry) IsDir() bool       { return e.typ.IsDir() }
+func (e *dirEntry) Type() fs.FileMode { return e.typ }
+func (e *dirEntry) String() string    { return fs.FormatDirEntry(e) }
+
+// Info describes the entry now, from the listing's lstat when nothing
+// changed since: one system call saved per name, and a path walk.
+func (e *dirEntry) Info() (fs.FileInfo, error) {
+	if e.listed != nil && e.d.w.feed.seq.Load() == e.seq {
+		return e.d.lstatListed(e.key, e.lower, e.listed)
+	}
+	return e.d.lstat(e.key)
+}
 
 // ReadDir lists a directory of the view, sorted by name: the draft's
 // entries over the lower directory's, without whiteouts.
@@ -33,7 +52,19 @@ func (f *Fs) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.d.readDir(key)
+	return f.d.readDir(key, false)
+}
+
+// ReadDirPlus is ReadDir for callers that describe every entry (a mount
+// answering READDIRPLUS): the listing reads each disk name's metadata
+// from the open directory, one fstatat per name where Info would walk the
+// name's whole path again (three system calls).
+func (f *Fs) ReadDirPlus(name string) ([]fs.DirEntry, error) {
+	key, err := f.d.follow(clean(name))
+	if err != nil {
+		return nil, err
+	}
+	return f.d.readDir(key, true)
 }
 
 // draftChild is a name a directory's draft entries give it: an entry
@@ -45,11 +76,11 @@ type draftChild struct {
 	typ  fs.FileMode
 }
 
-func (d *Draft) readDir(key string) ([]fs.DirEntry, error) {
+func (d *Draft) readDir(key string, plus bool) ([]fs.DirEntry, error) {
 	d.mu.RLock()
 	w, err, own := d.peekDir(key)
 	d.mu.RUnlock()
-	return d.listDir(key, w, err, own)
+	return d.listDir(key, w, err, own, plus)
 }
 
 // peekDir must be called with d.mu held.
@@ -86,15 +117,21 @@ func (d *Draft) peekDir(key string) (where, error, []draftChild) {
 	return w, err, own
 }
 
-// listDir merges a directory's lower listing with the draft's entries.
-func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.DirEntry, error) {
+// listDir merges a directory's lower listing with the draft's entries;
+// plus reads the disk entries' metadata with it (see ReadDirPlus).
+func (d *Draft) listDir(key string, w where, err error, own []draftChild, plus bool) ([]fs.DirEntry, error) {
 	implicit := len(own) > 0
 	if err != nil {
 		return nil, err
 	}
+	seq := d.w.feed.seq.Load() // before the disk is read
 	merged := map[string]fs.FileMode{}
+	var listed map[string]fs.FileInfo
+	if plus {
+		listed = map[string]fs.FileInfo{}
+	}
 	if w.hasLower {
-		err := d.listLower(w.lower, merged)
+		err := d.listLower(w.lower, merged, listed)
 		if errors.Is(err, fs.ErrNotExist) && !implicit && w.e == nil {
 			// A file only an editor has, or a path below one.
 			if _, serr := d.lowerStat(baseOf(w.lower), w.lower); serr == nil || errors.Is(serr, syscall.ENOTDIR) {
@@ -122,17 +159,22 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild) ([]fs.
 	}
 	out := make([]fs.DirEntry, 0, len(merged))
 	for name, typ := range merged {
-		out = append(out, &dirEntry{name: name, typ: typ, d: d, key: join(key, name)})
+		e := &dirEntry{name: name, typ: typ, d: d, key: join(key, name)}
+		if fi := listed[name]; fi != nil {
+			e.listed, e.lower, e.seq = fi, join(w.lower, name), seq
+		}
+		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
 }
 
 // listLower adds the lower directory's names and types to m: the disk's,
-// and files that exist only as unsaved editor buffers.
-func (d *Draft) listLower(lower string, m map[string]fs.FileMode) error {
+// and files that exist only as unsaved editor buffers; and what the disk
+// said of its names to listed (see listDisk).
+func (d *Draft) listLower(lower string, m map[string]fs.FileMode, listed map[string]fs.FileInfo) error {
 	inEditor := d.w.bufs.Children(lower)
-	if err := d.listDisk(lower, m); err != nil && !(errors.Is(err, fs.ErrNotExist) && len(inEditor) > 0) {
+	if err := d.listDisk(lower, m, listed); err != nil && !(errors.Is(err, fs.ErrNotExist) && len(inEditor) > 0) {
 		return err
 	}
 	for name, isDir := range inEditor {
@@ -146,8 +188,10 @@ func (d *Draft) listLower(lower string, m map[string]fs.FileMode) error {
 	return nil
 }
 
-// listDisk adds the disk directory's names and types to m.
-func (d *Draft) listDisk(lower string, m map[string]fs.FileMode) error {
+// listDisk adds the disk directory's names and types to m, and, when
+// listed is not nil and the directory is open by descriptor, each name's
+// lstat to listed.
+func (d *Draft) listDisk(lower string, m map[string]fs.FileMode, listed map[string]fs.FileInfo) error {
 	f, err := d.diskOpen(lower, os.O_RDONLY)
 	if err != nil {
 		return err
@@ -159,9 +203,20 @@ func (d *Draft) listDisk(lower string, m map[string]fs.FileMode) error {
 			return err
 		}
 		id := d.committing.Load()
+		dir, _ := f.(*os.File)
+		if listed == nil {
+			dir = nil
+		}
 		for _, e := range ents {
-			if !commitTemp(e.Name(), id) {
-				m[e.Name()] = e.Type()
+			if commitTemp(e.Name(), id) {
+				continue
+			}
+			m[e.Name()] = e.Type()
+			if dir == nil {
+				continue
+			}
+			if fi, err := beneath.LstatAt(dir, e.Name()); err == nil {
+				listed[e.Name()] = fi
 			}
 		}
 		return nil
@@ -198,7 +253,7 @@ func (f *dirFile) load() error {
 	if f.loaded {
 		return nil
 	}
-	l, err := f.d.readDir(f.key)
+	l, err := f.d.readDir(f.key, false)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,7 @@ func (s *Subscription) caughtUp(deadline time.Time) bool {
 type feed struct {
 	mu   sync.Mutex // protects subs and sending on their channels
 	subs map[*Subscription]struct{}
+	seq  atomic.Uint64 // publishes so far, counted before any is sent
 }
 
 func (f *feed) subscribe(followed bool) *Subscription {
@@ -133,6 +134,7 @@ func (f *feed) unsubscribe(s *Subscription) {
 }
 
 func (f *feed) publish(changes ...Change) {
+	f.seq.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range changes {

@@ -86,6 +86,9 @@ type peeked struct {
 	implicit bool  // the draft has entries below key
 	subdirs  int   // d.subdirs[key]
 	ctime    int64 // d.ctimes[key]
+	// listed, when set, is the disk's lstat of w.lower read with a
+	// listing (see dirEntry), used instead of reading it again.
+	listed fs.FileInfo
 }
 
 // peek must be called with d.mu held.
@@ -104,7 +107,11 @@ func (d *Draft) peek(key string) peeked {
 }
 
 // lstat is the merged view's lstat of key.
-func (d *Draft) lstat(key string) (fs.FileInfo, error) {
+func (d *Draft) lstat(key string) (fs.FileInfo, error) { return d.lstatListed(key, "", nil) }
+
+// lstatListed is lstat with the disk's lstat of lower as a listing read
+// it (see dirEntry), used if key still leads there.
+func (d *Draft) lstatListed(key, lower string, listed fs.FileInfo) (fs.FileInfo, error) {
 	d.mu.RLock()
 	p := d.peek(key)
 	if p.ino != 0 {
@@ -114,6 +121,9 @@ func (d *Draft) lstat(key string) (fs.FileInfo, error) {
 		return d.describe(key, p)
 	}
 	d.mu.RUnlock()
+	if listed != nil && p.w.hasLower && p.w.lower == lower {
+		p.listed = listed
+	}
 	return d.describe(key, p)
 }
 
@@ -147,7 +157,13 @@ func (d *Draft) describe(key string, p peeked) (fs.FileInfo, error) {
 		}
 		return fi, err
 	}
-	fi, err := d.lowerStat(name, p.w.lower)
+	var fi *fileInfo
+	var err error
+	if p.listed != nil {
+		fi, err = d.lowerInfo(name, p.w.lower, p.listed, nil)
+	} else {
+		fi, err = d.lowerStat(name, p.w.lower)
+	}
 	if err == nil && fi.IsDir() {
 		fi.attr.Nlink = dirLinks(fi.attr.Nlink, p.subdirs)
 	}

@@ -125,6 +125,32 @@ func BenchmarkViewReadDir(b *testing.B) {
 	})
 }
 
+// BenchmarkViewReadDirInfo lists a directory four levels down and
+// describes every entry, as a mount answering READDIRPLUS does: with
+// ReadDirPlus, and with ReadDir and each entry's Info.
+func BenchmarkViewReadDirInfo(b *testing.B) {
+	tree := map[string]string{}
+	for i := range 100 {
+		tree[fmt.Sprintf("src/pkg/sub/dir/file%03d.go", i)] = "x"
+	}
+	e := newViewEnv(b, tree)
+	for name, list := range map[string]func(string) ([]fs.DirEntry, error){"plus": e.v.ReadDirPlus, "lazy": e.v.ReadDir} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				ents, err := list("src/pkg/sub/dir")
+				if err != nil || len(ents) != 100 {
+					b.Fatalf("%d entries: %v", len(ents), err)
+				}
+				for _, ent := range ents {
+					if _, err := ent.Info(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkViewCopyUp1MiB measures the first write to an untouched
 // 1 MiB file: recording its base (hash and kept copy) and copying it into
 // the draft. The copy-up is discarded between iterations, untimed.

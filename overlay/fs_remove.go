@@ -74,7 +74,7 @@ func (d *Draft) removeLocked(key string, mustBeEmpty bool, src Source) error {
 	}
 	if fi.IsDir() && mustBeEmpty {
 		w, err, own := d.peekDir(key)
-		ents, err := d.listDir(key, w, err, own)
+		ents, err := d.listDir(key, w, err, own, false)
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 		return pathErr("rename", dst, syscall.EISDIR)
 	case dstExists && dfi.IsDir():
 		w, err, own := d.peekDir(dst)
-		ents, err := d.listDir(dst, w, err, own)
+		ents, err := d.listDir(dst, w, err, own, false)
 		if err != nil {
 			return err
 		}

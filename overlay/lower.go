@@ -90,6 +90,11 @@ func (d *Draft) dirtyBuffer(lowerPath string) (buffers.Snapshot, bool) {
 // buffer over the disk), named name. Never follows a final symlink.
 func (d *Draft) lowerStat(name, lowerPath string) (*fileInfo, error) {
 	fi, err := d.diskLstat(lowerPath)
+	return d.lowerInfo(name, lowerPath, fi, err)
+}
+
+// lowerInfo is lowerStat with the disk's lstat of lowerPath given.
+func (d *Draft) lowerInfo(name, lowerPath string, fi fs.FileInfo, err error) (*fileInfo, error) {
 	if s, ok := d.dirtyBuffer(lowerPath); ok && (err != nil || !fi.IsDir()) {
 		i := &fileInfo{name: name, size: int64(len(s.Text)), mode: 0o644, mtime: s.Modified}
 		if err == nil {

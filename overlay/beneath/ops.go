@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +40,41 @@ func statFd(fd int, key string) (fs.FileInfo, error) {
 	}
 	return &fileInfo{name: name, st: st}, nil
 }
+
+// LstatAt describes name, one element of the open directory dir,
+// without following it if it is a symlink: what Lstat of the directory's
+// key joined with name says, without walking the path again. A name that
+// is not one element is refused with EXDEV, as a path leaving the root.
+func LstatAt(dir *os.File, name string) (fs.FileInfo, error) {
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: unix.EXDEV}
+	}
+	sc, err := dir.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if cerr := sc.Control(func(fd uintptr) {
+		for {
+			err = unix.Fstatat(int(fd), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			if err != unix.EINTR {
+				return
+			}
+		}
+	}); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: filepath.Join(dir.Name(), name), Err: err}
+	}
+	// Both packages declare the kernel's struct stat of this
+	// architecture (same size, checked below): Sys stays *syscall.Stat_t,
+	// as os's and Lstat's.
+	return &fileInfo{name: name, st: *(*syscall.Stat_t)(unsafe.Pointer(&st))}, nil
+}
+
+var _ [unsafe.Sizeof(unix.Stat_t{}) - unsafe.Sizeof(syscall.Stat_t{})]byte
+var _ [unsafe.Sizeof(syscall.Stat_t{}) - unsafe.Sizeof(unix.Stat_t{})]byte
 
 // Stat describes key, following a final symlink as long as it leads to
 // something beneath the root.
