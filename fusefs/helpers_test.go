@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,12 +16,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/vfstest"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain lets the test binary be a mount server for tests that need
@@ -303,4 +307,67 @@ func shellErr(dir, script string, env ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+func mustRead(t testing.TB, p, want string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	if string(b) != want {
+		t.Fatalf("read %s: %q, want %q", p, b, want)
+	}
+}
+
+func lstat(t testing.TB, p string) syscall.Stat_t {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		t.Fatalf("lstat %s: %v", p, err)
+	}
+	return st
+}
+
+func ino(t testing.TB, p string) uint64 { t.Helper(); return lstat(t, p).Ino }
+
+// direntInos reads a directory's entries with their d_ino.
+func direntInos(t testing.TB, f *os.File) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.Getdents(int(f.Fd()), buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return out
+		}
+		for b := buf[:n]; len(b) > 0; {
+			reclen := int(b[16]) | int(b[17])<<8
+			ino := uint64(0)
+			for i := 7; i >= 0; i-- {
+				ino = ino<<8 | uint64(b[i])
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			out[string(name)] = ino
+			b = b[reclen:]
+		}
+	}
+}
+
+func mustReadAt(t testing.TB, f *os.File, want string) {
+	t.Helper()
+	b := make([]byte, len(want)+16)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("read %s: %v", f.Name(), err)
+	}
+	if string(b[:n]) != want {
+		t.Fatalf("read %s: %q, want %q", f.Name(), b[:n], want)
+	}
 }

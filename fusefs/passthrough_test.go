@@ -3,13 +3,11 @@
 package fusefs
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,34 +19,6 @@ import (
 
 	"github.com/draftfs/draftfs/overlay"
 )
-
-// requestLog counts the FUSE requests a mount logs (Options.Debug).
-type requestLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *requestLog) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-// count is the number of logged lines matching re since the last call.
-func (l *requestLog) count(re *regexp.Regexp) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if re.MatchString(line) {
-			n++
-		}
-	}
-	l.lines = nil
-	return n
-}
-
-var readRequest = regexp.MustCompile(`: READ n\d+`)
 
 // waitReleased waits until the server has heard of the release of every
 // file the kernel opened (the kernel sends RELEASE after close returns):
@@ -237,18 +207,6 @@ func TestPassthroughHeldOpen(t *testing.T) {
 				mustRead(t, p, want)
 			})
 		}
-	}
-}
-
-func mustReadAt(t testing.TB, f *os.File, want string) {
-	t.Helper()
-	b := make([]byte, len(want)+16)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.Fatalf("read %s: %v", f.Name(), err)
-	}
-	if string(b[:n]) != want {
-		t.Fatalf("read %s: %q, want %q", f.Name(), b[:n], want)
 	}
 }
 

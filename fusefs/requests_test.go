@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 )
@@ -98,3 +99,31 @@ func TestCreateCostsNoRelease(t *testing.T) {
 		t.Errorf("requests for 3 files created, written and closed: %v; want 3 MKNOD and no CREATE, OPEN or RELEASE", counts)
 	}
 }
+
+// requestLog counts the FUSE requests a mount logs (Options.Debug).
+type requestLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *requestLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// count is the number of logged lines matching re since the last call.
+func (l *requestLog) count(re *regexp.Regexp) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if re.MatchString(line) {
+			n++
+		}
+	}
+	l.lines = nil
+	return n
+}
+
+var readRequest = regexp.MustCompile(`: READ n\d+`)

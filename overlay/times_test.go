@@ -1,0 +1,181 @@
+//go:build linux
+
+package overlay_test
+
+import (
+	"io/fs"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// ctimeOf is name's ctime in the view, without following a symlink.
+func ctimeOf(t *testing.T, v *overlay.Fs, name string) time.Time {
+	t.Helper()
+	fi, err := v.Lstat(name)
+	must(t, err)
+	return attrOf(t, fi).Ctime
+}
+
+// TestCtime: every change of an inode moves its ctime, as on Linux
+// (chmod, chown, utimes, link, unlink of another name, rename, truncate,
+// write, setxattr), and a change of a directory's names moves the
+// directory's mtime and ctime; reading and stat'ing move neither.
+func TestCtime(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"lower": "text", "ldir/": ""})
+	must(t, e.v.Mkdir("d", 0o755))
+	mustWrite(t, e.v, "d/f", "content")
+	must(t, e.v.Symlink("f", "d/l"))
+	must(t, e.v.Mknod("d/p", fs.ModeNamedPipe|0o644, 0))
+	// The kernel's file times tick coarsely: a pause longer than a tick
+	// between two changes lets the later show a later time.
+	tick := func() { time.Sleep(20 * time.Millisecond) }
+	moves := func(what, name string, op func()) {
+		t.Helper()
+		before := ctimeOf(t, e.v, name)
+		tick()
+		op()
+		if after := ctimeOf(t, e.v, name); !after.After(before) {
+			t.Errorf("%s left the ctime of %s at %v", what, name, after)
+		}
+	}
+	stays := func(what, name string, op func()) {
+		t.Helper()
+		before := ctimeOf(t, e.v, name)
+		tick()
+		op()
+		if after := ctimeOf(t, e.v, name); !after.Equal(before) {
+			t.Errorf("%s moved the ctime of %s from %v to %v", what, name, before, after)
+		}
+	}
+	uid := os.Getuid()
+	for _, name := range []string{"d/f", "d/p", "d", "lower", "ldir"} {
+		fi, err := e.v.Lstat(name)
+		must(t, err)
+		same := fi.Mode() & fs.ModePerm
+		moves("chmod to the same mode", name, func() { must(t, e.v.Setattr(name, overlay.Attrs{Mode: &same})) })
+		ouid, ogid := int(attrOf(t, fi).Uid), int(attrOf(t, fi).Gid)
+		moves("chown to the same owner", name, func() { must(t, e.v.Setattr(name, overlay.Attrs{Uid: &ouid, Gid: &ogid})) })
+		moves("chmod", name, func() { must(t, e.v.Chmod(name, 0o700)) })
+		moves("chown", name, func() { must(t, e.v.Chown(name, uid, 12345)) })
+		moves("utimes", name, func() {
+			must(t, e.v.Chtimes(name, time.Unix(1e9, 5), time.Unix(1e9, 7)))
+		})
+		stays("stat", name, func() { e.v.Lstat(name) })
+		fi, err = e.v.Lstat(name)
+		must(t, err)
+		if !fi.ModTime().Equal(time.Unix(1e9, 7)) || !attrOf(t, fi).Atime.Equal(time.Unix(1e9, 5)) {
+			t.Errorf("%s: utimes to (1e9.5, 1e9.7) gave atime %v, mtime %v", name, attrOf(t, fi).Atime, fi.ModTime())
+		}
+	}
+	moves("setxattr", "d/f", func() { must(t, e.v.Setxattr("d/f", "user.a", []byte("1"), 0)) })
+	moves("lsetattr", "d/l", func() {
+		gid := 23456
+		must(t, e.v.Setattr("d/l", overlay.Attrs{Gid: &gid}))
+	})
+	moves("truncate", "d/f", func() { must(t, e.v.Truncate("d/f", 2)) })
+	moves("write", "d/f", func() {
+		f, err := e.v.OpenFile("d/f", os.O_WRONLY, 0)
+		must(t, err)
+		_, err = f.Write([]byte("x"))
+		must(t, err)
+		must(t, f.Close())
+	})
+	stays("read", "d/f", func() { mustRead(t, e.v, "d/f") })
+	moves("link", "d/f", func() { must(t, e.v.Link("d/f", "d/f2")) })
+	moves("unlink of another name", "d/f", func() { must(t, e.v.Remove("d/f2")) })
+	before := ctimeOf(t, e.v, "d/p")
+	tick()
+	must(t, e.v.Rename("d/p", "d/p2"))
+	if after := ctimeOf(t, e.v, "d/p2"); !after.After(before) {
+		t.Errorf("rename left the ctime at %v", after)
+	}
+	moves("link", "d/p2", func() { must(t, e.v.Link("d/p2", "d/p3")) })
+	moves("unlink of another name", "d/p2", func() { must(t, e.v.Remove("d/p3")) })
+
+	dirMoves := func(what string, op func()) { t.Helper(); dirTimesMove(t, e.v, "d", what, op) }
+	dirMoves("create", func() { mustWrite(t, e.v, "d/new", "") })
+	dirMoves("mkdir", func() { must(t, e.v.Mkdir("d/sub", 0o755)) })
+	dirMoves("mknod", func() { must(t, e.v.Mknod("d/fifo", fs.ModeNamedPipe|0o600, 0)) })
+	dirMoves("symlink", func() { must(t, e.v.Symlink("x", "d/l2")) })
+	dirMoves("link", func() { must(t, e.v.Link("d/new", "d/new2")) })
+	dirMoves("unlink", func() { must(t, e.v.Remove("d/new2")) })
+	dirMoves("rmdir", func() { must(t, e.v.Remove("d/sub")) })
+	dirMoves("rename within", func() { must(t, e.v.Rename("d/new", "d/new3")) })
+	dirMoves("rename out", func() { must(t, e.v.Rename("d/new3", "out")) })
+	dirMoves("rename in", func() { must(t, e.v.Rename("out", "d/in")) })
+	e.reopen()
+	stays("a restart", "d/f", func() {})
+	stays("a restart", "d/p2", func() {})
+}
+
+// dirTimesMove fails the test unless op moves the mtime and ctime of
+// the directory dir.
+func dirTimesMove(t *testing.T, v *overlay.Fs, dir, what string, op func()) {
+	t.Helper()
+	before, err := v.Lstat(dir)
+	must(t, err)
+	time.Sleep(20 * time.Millisecond) // past a tick of the kernel's clock
+	op()
+	after, err := v.Lstat(dir)
+	must(t, err)
+	if !after.ModTime().After(before.ModTime()) || !attrOf(t, after).Ctime.After(attrOf(t, before).Ctime) {
+		t.Errorf("%s in %s left its mtime at %v, ctime at %v", what, dir, after.ModTime(), attrOf(t, after).Ctime)
+	}
+}
+
+// TestDiskDirectoryTimes: making and removing names in a directory that
+// only the disk has moves its mtime and ctime in the view, as on a local
+// disk, without the directory becoming a change to review or commit.
+func TestDiskDirectoryTimes(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"ldir/old": "x", "ldir/sub/": "", "other/keep": "k"})
+	old := time.Unix(1e9, 0)
+	for _, dir := range []string{"ldir", "ldir/sub", "other"} {
+		must(t, os.Chtimes(e.disk(dir), old, old))
+	}
+	moves := func(dir, what string, op func()) { t.Helper(); dirTimesMove(t, e.v, dir, what, op) }
+	moves("ldir", "create", func() { mustWrite(t, e.v, "ldir/new", "") })
+	moves("ldir/sub", "mkdir", func() { must(t, e.v.Mkdir("ldir/sub/d", 0o755)) })
+	moves("ldir/sub", "rmdir", func() { must(t, e.v.Remove("ldir/sub/d")) })
+	moves("ldir", "unlink", func() { must(t, e.v.Remove("ldir/old")) })
+	moves("other", "rename in", func() { must(t, e.v.Rename("ldir/new", "other/new")) })
+	moves("ldir", "rename out", func() { must(t, e.v.Rename("other/new", "ldir/back")) })
+	moves("ldir", "symlink", func() { must(t, e.v.Symlink("back", "ldir/l")) })
+	moves("ldir", "mknod", func() { must(t, e.v.Mknod("ldir/p", fs.ModeNamedPipe|0o600, 0)) })
+	for _, dir := range []string{"ldir/sub", "other"} {
+		if fi, err := e.v.Lstat(dir); err != nil || !fi.ModTime().After(old) {
+			t.Errorf("%s: mtime %v (%v) after names came and went in it", dir, fi.ModTime(), err)
+		}
+	}
+	// A chmod to what a disk file has moves its ctime, copying nothing.
+	mode := fs.FileMode(0o644)
+	must(t, os.Chmod(e.disk("other/keep"), mode))
+	before := ctimeOf(t, e.v, "other/keep")
+	time.Sleep(20 * time.Millisecond)
+	must(t, e.v.Setattr("other/keep", overlay.Attrs{Mode: &mode}))
+	if after := ctimeOf(t, e.v, "other/keep"); !after.After(before) {
+		t.Errorf("a chmod to the same mode left the ctime of a disk file at %v", after)
+	}
+	e.reopen()
+	if fi, err := e.v.Lstat("ldir"); err != nil || !fi.ModTime().After(old) {
+		t.Errorf("ldir after a restart: mtime %v (%v)", fi.ModTime(), err)
+	}
+	st, err := e.d.Status()
+	must(t, err)
+	var paths []string
+	for _, s := range st {
+		paths = append(paths, s.Change+" "+s.Path)
+	}
+	if want := []string{"added ldir/back", "added ldir/l", "deleted ldir/old", "added ldir/p"}; !slices.Equal(paths, want) {
+		t.Errorf("status %q, want %q: the directories themselves are no change", paths, want)
+	}
+	if _, err := e.d.Commit(overlay.CommitOptions{Source: overlay.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.d.Status(); err != nil || len(st) != 0 {
+		t.Errorf("status after the commit: %v, %v", st, err)
+	}
+}
