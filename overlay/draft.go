@@ -69,6 +69,10 @@ type Draft struct {
 	// spare keeps the emptied data files of gone inodes for new ones
 	// (spares.go); nil when read only.
 	spare *spares
+	// lent holds the draft inodes whose data file was lent out by
+	// BackingFile: the kernel may read it after every handle closed, so
+	// it is never emptied for reuse, only unlinked.
+	lent sync.Map // uint64 -> struct{}
 
 	// bornMu protects born, which may be read with or without d.mu held;
 	// taken last. born maps the disk inode numbers draft inodes kept to

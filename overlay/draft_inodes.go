@@ -105,7 +105,7 @@ func (d *Draft) inodeOf(ino uint64) (inode, int, bool) {
 // removeData removes the data file of inode ino, which no name and no
 // handle keeps: it becomes a spare (see spares) or goes.
 func (d *Draft) removeData(ino uint64) {
-	if d.spare == nil || !d.spare.retire(d.data, dataName(ino)) {
+	if _, lent := d.lent.LoadAndDelete(ino); lent || d.spare == nil || !d.spare.retire(d.data, dataName(ino)) {
 		os.Remove(d.dataPath(ino))
 	}
 }

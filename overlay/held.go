@@ -313,10 +313,12 @@ func Fallocate(f afero.File, mode uint32, off, size int64) error {
 // BackingFile returns the OS file a read-only handle reads now (a disk
 // file, a draft's data file), for a front end that has the kernel read
 // it directly (FUSE passthrough); false for an editor's text. Writes
-// through it would bypass the draft: it is for reading only.
+// through it would bypass the draft: it is for reading only. A draft's
+// data file lent so goes only unlinked, never reused for another file.
 func BackingFile(f afero.File) (*os.File, bool) {
 	switch v := f.(type) {
 	case *dataFile:
+		v.d.lent.Store(v.ino, struct{}{})
 		return v.File, true
 	case *lowerFile:
 		return v.backing()
