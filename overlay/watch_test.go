@@ -133,14 +133,25 @@ func TestWatchTree(t *testing.T) {
 		}
 		return err
 	}))
-	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true})
+	// The walk starts once subscribed: its end (an overflow) is not
+	// missed.
+	after := make(chan struct{})
+	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true, WatchAfter: after})
 	must(t, err)
 	defer w.Close()
 	sub := w.Subscribe()
 	defer sub.Close()
-	for c := range sub.C {
-		if c.Overflow {
-			break // every directory is watched
+	close(after)
+	deadline := time.After(time.Minute)
+wait:
+	for {
+		select {
+		case c := <-sub.C:
+			if c.Overflow {
+				break wait // every directory is watched
+			}
+		case <-deadline:
+			t.Fatal("the walk did not end within a minute")
 		}
 	}
 	got := w.watcher.fw.WatchList()
