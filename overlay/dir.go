@@ -203,9 +203,9 @@ func (d *Draft) listDisk(lower string, m map[string]fs.FileMode, listed map[stri
 			return err
 		}
 		id := d.committing.Load()
-		dir, _ := f.(*os.File)
-		if listed == nil {
-			dir = nil
+		var dir *os.File // where the names are described from
+		if listed != nil {
+			dir, _ = f.(*os.File)
 		}
 		for _, e := range ents {
 			if commitTemp(e.Name(), id) {
