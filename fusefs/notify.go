@@ -94,10 +94,20 @@ func (s *Server) invalidateNode(key string) {
 
 // invalidateEntry drops the kernel's entry for key (so the next access
 // looks it up again), the node's attributes and pages, and the parent's
-// attributes and listing.
+// attributes and listing. A directory that key still names keeps its
+// entry (see keepsEntry).
 func (s *Server) invalidateEntry(key string) {
-	s.invalidateNode(key)
+	in := s.known(key)
+	if in != nil {
+		in.NotifyContent(0, 0)
+	}
 	if key == "" {
+		return
+	}
+	if in != nil && s.keepsEntry(in, key) {
+		if _, parent := in.Parent(); parent != nil {
+			parent.NotifyContent(0, 0)
+		}
 		return
 	}
 	// The kernel may hold a failed lookup of the path's first element
@@ -152,16 +162,42 @@ func (s *Server) moveNode(from, to string) {
 // invalidateAll drops everything the kernel caches of the nodes go-fuse
 // holds: after a feed overflow nothing else is known.
 func (s *Server) invalidateAll() {
-	todo := []*gofs.Inode{&s.root.Inode}
+	type known struct {
+		in  *gofs.Inode
+		key string
+	}
+	todo := []known{{&s.root.Inode, ""}}
 	for len(todo) > 0 {
-		in := todo[len(todo)-1]
+		k := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		in.NotifyContent(0, 0)
-		for name, ch := range in.Children() {
-			in.NotifyEntry(name)
-			todo = append(todo, ch)
+		k.in.NotifyContent(0, 0)
+		for name, ch := range k.in.Children() {
+			key := name
+			if k.key != "" {
+				key = k.key + "/" + name
+			}
+			if !s.keepsEntry(ch, key) {
+				k.in.NotifyEntry(name)
+			}
+			todo = append(todo, known{ch, key})
 		}
 	}
+}
+
+// keepsEntry says whether the kernel may keep its entry for key, the
+// name of directory node in: key still names in's directory, as a
+// lookup would answer. Dropping a directory's entry unhashes it in the
+// kernel even while a process has it as its working directory, and
+// getcwd there then fails with ENOENT, so a directory whose attributes
+// or listing changed keeps its entry, and only those are dropped. Files
+// are not looked at: their entries are dropped unasked, as that costs
+// the invalidation no lookup in the engine.
+func (s *Server) keepsEntry(in *gofs.Inode, key string) bool {
+	if !in.IsDir() {
+		return false
+	}
+	fi, err := s.fsys.Lstat(key)
+	return err == nil && s.stable(fi) == in.StableAttr()
 }
 
 // changedBehind tells the kernel that n's file changed through n (a

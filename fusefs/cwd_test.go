@@ -1,0 +1,87 @@
+//go:build linux
+
+package fusefs
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/draftfs/draftfs/overlay"
+)
+
+// TestWorkingDirectoryKept: a process whose working directory is in the
+// mount keeps it when that directory, or one above it, changes on disk,
+// and when the change feed overflows (the disk watch's first walk ends
+// with one). Dropping the kernel's entry of a directory unhashes it, and
+// getcwd there then failed with ENOENT.
+func TestWorkingDirectoryKept(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"sub/deeper/f.txt": "x\n"}, watch: true})
+	dir := filepath.Join(m.mnt, "sub", "deeper")
+	// A directory unhashed in the kernel shows as "DIR (deleted)" in
+	// /proc/PID/cwd. Nothing may look the directory up again before the
+	// check: the lookup would give the kernel's entry back.
+	cmd := exec.Command("/bin/sh", "-c", `cd "$0" && while read -r _; do readlink /proc/self/cwd; done`, dir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	out := bufio.NewReader(stdout)
+	pwd := func(after string) {
+		t.Helper()
+		if _, err := in.Write([]byte("\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if got := strings.TrimSpace(line); err != nil || got != dir {
+			t.Fatalf("after %s: the working directory in %s is %q (%v)", after, dir, got, err)
+		}
+	}
+	pwd("cd")
+	sub := m.ws.Subscribe()
+	defer sub.Close()
+	for _, c := range []struct {
+		rel  string
+		mode os.FileMode
+	}{{"sub/deeper", 0o700}, {"sub", 0o750}, {"sub/deeper", 0o755}} {
+		if err := os.Chmod(filepath.Join(m.root, c.rel), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		waitDiskChange(t, sub, c.rel)
+		settle(t, m)
+		pwd("chmod " + c.rel + " on disk")
+	}
+	m.srv.invalidateAll()
+	pwd("a feed overflow")
+}
+
+// waitDiskChange waits until the feed brings a disk change of rel.
+func waitDiskChange(t *testing.T, sub *overlay.Subscription, rel string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-sub.C:
+			if c.Kind == overlay.ChangeDisk && c.Path == rel {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no disk change of %s on the feed within 10 s", rel)
+		}
+	}
+}
