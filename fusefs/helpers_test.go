@@ -149,9 +149,8 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if uringAll && !opts.Debug && !m.srv.Ring() {
-		t.Fatal("DRAFTFS_TEST_URING=1, but the mount is served over /dev/fuse (see its log)")
-	}
+	// Unmount before anything can fail the test: the temporary
+	// directory's removal would otherwise walk into the live mount.
 	t.Cleanup(func() {
 		if err := m.srv.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
@@ -162,6 +161,9 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 			t.Errorf("mount %s still there after unmount (%v)", m.mnt, err)
 		}
 	})
+	if uringAll && !opts.Debug && !m.srv.Ring() {
+		t.Fatal("DRAFTFS_TEST_URING=1, but the mount is served over /dev/fuse (see its log)")
+	}
 	return m
 }
 
