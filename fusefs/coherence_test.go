@@ -32,23 +32,34 @@ type reader struct {
 // printing it base64-free between markers.
 func startReader(t *testing.T) *reader {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `while read -r p; do cat "$p"; echo; echo '@@END@@'; done`)
-	in, err := cmd.StdinPipe()
+	return startLoop(t, "", `cat "$p"`)
+}
+
+// startLoop starts sh running cmd (in dir when given) for each input
+// line, with the line in $p, and ending each output with a marker.
+func startLoop(t *testing.T, dir, cmd string) *reader {
+	t.Helper()
+	script := `while read -r p; do ` + cmd + `; echo; echo '@@END@@'; done`
+	if dir != "" {
+		script = `cd "$0" && ` + script
+	}
+	c := exec.Command("/bin/sh", "-c", script, dir)
+	in, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	out, err := c.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = io.Discard // cat of a removed file complains
-	if err := cmd.Start(); err != nil {
+	c.Stderr = io.Discard // cat of a removed file complains
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &reader{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	r := &reader{cmd: c, in: in, out: bufio.NewReader(out)}
 	t.Cleanup(func() {
 		in.Close()
-		cmd.Wait()
+		c.Wait()
 	})
 	return r
 }

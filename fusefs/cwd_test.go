@@ -3,9 +3,7 @@
 package fusefs
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,31 +23,11 @@ func TestWorkingDirectoryKept(t *testing.T) {
 	// A directory unhashed in the kernel shows as "DIR (deleted)" in
 	// /proc/PID/cwd. Nothing may look the directory up again before the
 	// check: the lookup would give the kernel's entry back.
-	cmd := exec.Command("/bin/sh", "-c", `cd "$0" && while read -r _; do readlink /proc/self/cwd; done`, dir)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Wait()
-	})
-	out := bufio.NewReader(stdout)
+	r := startLoop(t, dir, "readlink /proc/self/cwd")
 	pwd := func(after string) {
 		t.Helper()
-		if _, err := in.Write([]byte("\n")); err != nil {
-			t.Fatal(err)
-		}
-		line, err := out.ReadString('\n')
-		if got := strings.TrimSpace(line); err != nil || got != dir {
-			t.Fatalf("after %s: the working directory in %s is %q (%v)", after, dir, got, err)
+		if got := strings.TrimSpace(r.read(t, "")); got != dir {
+			t.Fatalf("after %s: the working directory in %s is %q", after, dir, got)
 		}
 	}
 	pwd("cd")
