@@ -93,10 +93,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		n.srv.fill(&out.Attr, cur)
 		return 0
 	}
-	if err := n.srv.as(ctx).Setattr(key, a); err != nil {
-		return n.srv.errno("setattr", err)
-	}
-	fi, err := n.srv.fsys.Lstat(key)
+	fi, err := n.srv.as(ctx).SetattrStat(key, a)
 	if err != nil {
 		return n.srv.errno("setattr", err)
 	}

@@ -163,6 +163,13 @@ type Attrs struct {
 // symlink. A lower file is copied up first; a lower directory gets a
 // draft entry whose content still shows through.
 func (f *Fs) Setattr(name string, a Attrs) error {
+	_, err := f.SetattrStat(name, a)
+	return err
+}
+
+// SetattrStat is Setattr returning what Lstat of name gives right after
+// the change, read with it (a FUSE SETATTR's reply carries it).
+func (f *Fs) SetattrStat(name string, a Attrs) (fs.FileInfo, error) {
 	key := clean(name)
 	d := f.d
 	d.mu.Lock()
@@ -170,17 +177,18 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 	fi, err := d.describe(key, p)
 	if err != nil {
 		d.mu.Unlock()
-		return err
+		return nil, err
 	}
 	if sameAttrs(a, fi) {
 		// A chmod or chown to what the object has (tar and cp -a
 		// restore both on every file they make) changes nothing but
 		// the ctime: nothing is copied up or logged.
 		d.touchLocked(key, p)
+		fi, err = d.describe(key, d.peek(key))
 		d.mu.Unlock()
 		// Its ctime moved: what front ends cache of its attributes goes.
 		d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: ChangeAttr, Source: f.src})
-		return nil
+		return fi, err
 	}
 	var ino uint64
 	switch {
@@ -203,15 +211,18 @@ func (f *Fs) Setattr(name string, a Attrs) error {
 	if err == nil {
 		err = d.setattrLocked(key, ino, a, f.src)
 	}
-	d.mu.Unlock()
-	if err == nil {
-		kind := ChangeAttr
-		if a.Size != nil {
-			kind = ChangeWrite
-		}
-		d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: kind, Source: f.src})
+	if err != nil {
+		d.mu.Unlock()
+		return nil, err
 	}
-	return err
+	fi, err = d.describe(key, d.peek(key))
+	d.mu.Unlock()
+	kind := ChangeAttr
+	if a.Size != nil {
+		kind = ChangeWrite
+	}
+	d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: kind, Source: f.src})
+	return fi, err
 }
 
 // sameAttrs reports whether a sets only a mode and owner that fi has.

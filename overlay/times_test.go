@@ -179,3 +179,35 @@ func TestDiskDirectoryTimes(t *testing.T) {
 		t.Errorf("status after the commit: %v, %v", st, err)
 	}
 }
+
+// TestSetattrStat: what SetattrStat returns is what Lstat says right
+// after, for each kind of change: a copy-up, a draft file's times and
+// mode, a chown to the owner it has, a truncate, a lower directory.
+func TestSetattrStat(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"lower": "text", "ldir/": ""})
+	mustWrite(t, e.v, "draft", "content")
+	mode, uid := fs.FileMode(0o600), os.Getuid()
+	mtime := time.Unix(1_600_000_000, 5)
+	size := int64(2)
+	for _, c := range []struct {
+		name string
+		a    overlay.Attrs
+	}{
+		{"lower", overlay.Attrs{Mode: &mode}},
+		{"draft", overlay.Attrs{Mtime: &mtime}},
+		{"draft", overlay.Attrs{Mode: &mode}},
+		{"draft", overlay.Attrs{Uid: &uid}},
+		{"draft", overlay.Attrs{Size: &size}},
+		{"ldir", overlay.Attrs{Mtime: &mtime}},
+	} {
+		got, err := e.v.SetattrStat(c.name, c.a)
+		must(t, err)
+		want, err := e.v.Lstat(c.name)
+		must(t, err)
+		ga, wa := attrOf(t, got), attrOf(t, want)
+		if got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || *ga != *wa {
+			t.Errorf("%s after %+v: SetattrStat says %v %d %v %+v, Lstat %v %d %v %+v", c.name, c.a,
+				got.Mode(), got.Size(), got.ModTime(), *ga, want.Mode(), want.Size(), want.ModTime(), *wa)
+		}
+	}
+}
