@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -173,7 +174,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	raw := rawFS{gofs.NewNodeFS(s.root, fopts), s}
 	dev, mountArg := -1, mp
 	if opts.IOURing {
-		if dev, mountArg, err = s.ringMount(mp, &fopts.MountOptions); err != nil {
+		if dev, mountArg, err = uring.PrepareMount(mp, &fopts.MountOptions); err != nil {
 			s.sub.Close()
 			return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 		}
@@ -194,7 +195,10 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// workers.
 	serve := srv.Serve
 	if dev >= 0 {
-		serve = s.serveRing(srv, dev, raw, &fopts.MountOptions)
+		serve, s.ring = uring.ServeGoFuse(srv, dev, raw, &fopts.MountOptions, s.logf)
+		if s.ring {
+			s.logf("fusefs: io_uring: serving %s over io_uring", mp)
+		}
 	}
 	served := make(chan struct{})
 	go func() {
@@ -229,7 +233,10 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	if dev >= 0 {
-		s.pollHack()
+		// Only once the mount is served (see uring.PollHack).
+		if err := uring.PollHack(mp); err != nil {
+			s.logf("fusefs: io_uring: %v", err)
+		}
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(mp, &st); err != nil || st.Ino != inoOf(rootInfo) {
