@@ -124,23 +124,7 @@ func (s *Server) fill(out *fuse.Attr, fi fs.FileInfo) {
 }
 
 // typeOf is the S_IFMT bits of m.
-func typeOf(m fs.FileMode) uint32 {
-	switch {
-	case m.IsDir():
-		return syscall.S_IFDIR
-	case m&fs.ModeSymlink != 0:
-		return syscall.S_IFLNK
-	case m&fs.ModeNamedPipe != 0:
-		return syscall.S_IFIFO
-	case m&fs.ModeSocket != 0:
-		return syscall.S_IFSOCK
-	case m&fs.ModeCharDevice != 0:
-		return syscall.S_IFCHR
-	case m&fs.ModeDevice != 0:
-		return syscall.S_IFBLK
-	}
-	return syscall.S_IFREG
-}
+func typeOf(m fs.FileMode) uint32 { return beneath.UnixMode(m) & syscall.S_IFMT }
 
 // fileMode is the permission bits of a mode from the kernel.
 func fileMode(mode uint32) fs.FileMode { return beneath.FileMode(mode & 0o7777) }
