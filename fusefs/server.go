@@ -8,7 +8,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
@@ -247,7 +245,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: mount %s does not answer: %v", mp, err)
 	}
 	close(answered)
-	raiseReadahead(st.Dev)
+	mounts.RaiseReadahead(st.Dev, readaheadKiB)
 	return s, nil
 }
 
@@ -259,21 +257,6 @@ const maxRequest = 1 << 20
 // READ instead of the kernel's 128 KiB default makes cold sequential
 // reads faster (figures in the README's Benchmarks section).
 const readaheadKiB = maxRequest >> 10
-
-// raiseReadahead raises the read-ahead window of the mount's device
-// (its backing device info in sysfs) to readaheadKiB. Only root may;
-// otherwise, or where sysfs is not mounted, the kernel's default stays.
-func raiseReadahead(dev uint64) {
-	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(dev), unix.Minor(dev))
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return
-	}
-	if cur, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || cur >= readaheadKiB {
-		return
-	}
-	os.WriteFile(p, []byte(strconv.Itoa(readaheadKiB)), 0)
-}
 
 // checkMountpoint refuses a mount point that is not a directory, or lies
 // inside the workspace or contains it: the server reads the workspace

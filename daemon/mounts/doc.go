@@ -5,5 +5,6 @@
 // directory lies in and which workspace and draft it shows ([FindView]),
 // unmounting one, also one whose server died ([Unmount]), what keeps
 // this process from mounting ([CheckUserMount]) and where a mount point
-// may not be ([CheckPlacement]).
+// may not be ([CheckPlacement]); and a mount's read-ahead window
+// ([RaiseReadahead]).
 package mounts
