@@ -57,23 +57,24 @@
 //
 // # Passthrough mode
 //
-// With [Options].Passthrough the kernel asks for every open and create, and a file
-// opened read-only whose content is an OS file (a file untouched on disk,
-// a draft file) is read by the kernel straight from it (FUSE passthrough,
-// Linux 6.9+, CAP_SYS_ADMIN): cold reads run at disk speed, at the price
-// of a request per open and per close. Every other open is served as in
-// the default mode (pages kept across opens, reads and writes by node).
-// The kernel allows an inode one backing file, and no cached open beside
-// a passthrough one; an open that would clash is answered ESTALE, and
-// the kernel's retry looks the path up again and gets a fresh node that
-// never uses passthrough (passthrough.go says how). The old node and the
-// fresh one are twins, nodes of one object: a change through one drops
-// what the kernel caches for the other, and unlinking the object's last
-// name pins it for both. A descriptor opened by passthrough keeps the
-// file it opened when the path changes (a copy-up, a discard, a buffer
-// push): new opens see the change, as on a local disk whose file was
-// replaced by a rename. Where the kernel refuses the first backing file,
-// the mount logs why and falls back to the default mode.
+// With [Options].Passthrough the kernel asks for every open and create,
+// and a file opened read-only whose content is an OS file (a file
+// untouched on disk, a draft file) is read by the kernel straight from
+// it (FUSE passthrough, Linux 6.9+, CAP_SYS_ADMIN): cold reads run at
+// disk speed, at the price of a request per open and per close. Every
+// other open is served as in the default mode (pages kept across opens,
+// reads and writes by node). The kernel allows an inode one backing
+// file, and no cached open beside a passthrough one; an open that would
+// clash is answered ESTALE, and the kernel's retry looks the path up
+// again and gets a fresh node that never uses passthrough (package
+// internal/passthrough says how). The old node and the fresh one are
+// twins, nodes of one object: a change through one drops what the kernel
+// caches for the other, and unlinking the object's last name pins it for
+// both. A descriptor opened by passthrough keeps the file it opened when
+// the path changes (a copy-up, a discard, a buffer push): new opens see
+// the change, as on a local disk whose file was replaced by a rename.
+// Where the kernel refuses the first backing file, the mount logs why
+// and falls back to the default mode.
 //
 // # Caching
 //
@@ -115,15 +116,16 @@
 // node.ioMu protects a node's pinned handle: I/O holds it shared,
 // pinning and unpinning exclusively; it is never held across a kernel
 // notification, and a goroutine holds one node's at a time.
-// node.ioStateMu protects a node's counts of open files in passthrough
-// mode, and is held while registering or closing its backing file (an
-// ioctl on the FUSE device, not a notification). Server.mu protects the
-// generation, node, twin and pinned-node tables and nodes' followers.
-// go-fuse's Inode.mu is taken inside all of them, by its own methods
-// (GetChild, NewInode, Parent).
+// node.io's lock (passthrough.Node) protects a node's counts of open
+// files in passthrough mode, and is held while registering or closing
+// its backing file (an ioctl on the FUSE device, not a notification).
+// Server.mu protects the generation, node, twin and pinned-node tables
+// and nodes' followers. go-fuse's Inode.mu is taken inside all of them,
+// by its own methods (GetChild, NewInode, Parent).
 //
-// Lock order, outermost first: node.ioMu, node.ioStateMu, Server.mu,
-// Inode.mu. The engine's locks (see package overlay; a held handle's
+// Lock order, outermost first: node.ioMu, node.io's lock, Server.mu,
+// Inode.mu; the retry marks' lock (passthrough.Retries) is taken inside
+// any of them. The engine's locks (see package overlay; a held handle's
 // included) are taken inside node.ioMu and never around a call into
 // this package. Which node go-fuse dropped comes from OnForget (node.forgotten),
 // not from the deprecated Inode.Forgotten.

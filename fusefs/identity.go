@@ -148,7 +148,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	s.fill(out, fi)
 	ino := inoOf(fi)
 	s.mu.Lock()
-	if s.retryLookup(ctx, key) {
+	if s.retrying.Is(callerPid(ctx), key) {
 		s.gens[ino] = max(s.gens[ino], 1)
 	}
 	known := s.byIno[ino]

@@ -12,6 +12,8 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
+
+	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
 )
 
 // node is one file, directory or symlink of the merged view as the
@@ -44,8 +46,7 @@ type node struct {
 	// back, a later lookup makes a new node.
 	forgotten atomic.Bool
 
-	ioStateMu sync.Mutex
-	io        ioState // passthrough mode: the node's open files
+	io passthrough.Node // passthrough mode: the node's open files
 }
 
 var (

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
 )
@@ -75,10 +75,13 @@ type Server struct {
 	done       chan struct{}        // closed when the mount is gone and the feed drained
 
 	// Passthrough mode (see passthrough.go).
-	passthrough bool         // read only: opens are served
-	ring        bool         // read only once Mount returns: requests come over io_uring
-	ptState     atomic.Int32 // ptUntried, ptOn or ptOff
-	opening     sync.Map     // request's cancel channel → *openFile being opened
+	passthrough bool // read only: opens are served
+	ring        bool // read only once Mount returns: requests come over io_uring
+	pt          passthrough.Mount
+	// retrying: opens answered ESTALE that the kernel is retrying (see
+	// moveAway)
+	retrying passthrough.Retries
+	opening  sync.Map // request's cancel channel → *openFile being opened
 	// killing: cancel channels of WRITE requests after which set-id
 	// bits must go (see killPriv)
 	killing sync.Map
@@ -90,9 +93,6 @@ type Server struct {
 	// twins: nodes of replaced generations the kernel still knows, by
 	// inode number (see setKnown)
 	twins map[uint64][]*node
-	// retrying: opens answered ESTALE that the kernel is retrying (see
-	// moveAway)
-	retrying map[retry]struct{}
 	// nodes with a pinned handle: the kernel forgets nothing when the
 	// mount goes, so those are closed when serving ends.
 	pinnedNodes map[*node]struct{}
@@ -127,7 +127,6 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		gens:        map[uint64]uint64{},
 		byIno:       map[uint64]*node{},
 		twins:       map[uint64][]*node{},
-		retrying:    map[retry]struct{}{},
 		pinnedNodes: map[*node]struct{}{},
 	}
 	if s.logf == nil {
@@ -186,6 +185,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	s.fuse = srv
+	s.pt.Kernel, s.pt.Logf = srv, s.logf
 	// go-fuse answered INIT in NewServer; srv.Serve reads /dev/fuse
 	// from then on, unless the mount moves to io_uring. The end of
 	// serve marks the mount gone: go-fuse closes /dev/fuse after its
