@@ -24,6 +24,8 @@
 // When a lookup gives a node's name to another node of its type (a new
 // generation, or the new inode number a commit gives), the old node
 // follows it, so descriptors still open on the old one keep working.
+// Package internal/nodes keeps the table of generations, twins and
+// followers.
 //
 // # Opens
 //
@@ -119,14 +121,14 @@
 // node.io's lock (passthrough.Node) protects a node's counts of open
 // files in passthrough mode, and is held while registering or closing
 // its backing file (an ioctl on the FUSE device, not a notification).
-// Server.mu protects the generation, node, twin and pinned-node tables
-// and nodes' followers. go-fuse's Inode.mu is taken inside all of them,
-// by its own methods (GetChild, NewInode, Parent).
+// Server.nodes (nodes.Table) locks its generation, node, twin,
+// follower and pinned-node tables. go-fuse's Inode.mu is taken inside
+// all of them, by its own methods (GetChild, NewInode, Parent).
 //
-// Lock order, outermost first: node.ioMu, node.io's lock, Server.mu,
-// Inode.mu; the retry marks' lock (passthrough.Retries) is taken inside
-// any of them. The engine's locks (see package overlay; a held handle's
-// included) are taken inside node.ioMu and never around a call into
-// this package. Which node go-fuse dropped comes from OnForget (node.forgotten),
-// not from the deprecated Inode.Forgotten.
+// Lock order, outermost first: node.ioMu, node.io's lock, the nodes
+// table's, Inode.mu; the retry marks' lock (passthrough.Retries) is
+// taken inside any of them. The engine's locks (see package overlay; a
+// held handle's included) are taken inside node.ioMu and never around a
+// call into this package. Which node go-fuse dropped comes from OnForget
+// (node.forgotten), not from the deprecated Inode.Forgotten.
 package fusefs

@@ -12,6 +12,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -39,11 +40,11 @@ func (n *node) named() (*node, string, bool) {
 		return nil, "", false // its last name went through the mount
 	}
 	var last *node
-	for hops, m := 0, n.next.Load(); m != nil && hops < maxHops; hops, m = hops+1, m.next.Load() {
+	for hops, m := 0, n.next.Load(); m != nil && hops < nodes.MaxHops; hops, m = hops+1, m.next.Load() {
 		if m.forgotten.Load() {
 			// go-fuse may have made a new node of the same identity
 			// since, which no lookup linked from m.
-			if k := n.srv.live(m.StableAttr()); k != nil {
+			if k, ok := n.srv.nodes.Live(m.StableAttr()); ok {
 				m = k
 			}
 		}
@@ -60,20 +61,6 @@ func (n *node) named() (*node, string, bool) {
 		}
 	}
 	return nil, "", false
-}
-
-// maxHops bounds how far key follows nodes that took a name in turn.
-const maxHops = 8
-
-// live is the node go-fuse keeps for identity sa, if it still keeps
-// one.
-func (s *Server) live(sa gofs.StableAttr) *node {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if k := s.byIno[sa.Ino]; k != nil && k.StableAttr() == sa && !k.forgotten.Load() {
-		return k
-	}
-	return nil
 }
 
 // treeKey is the node's path in go-fuse's tree. A lookup that puts
@@ -132,7 +119,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 	if !n.IsRoot() && typeOf(fi.Mode()) != n.StableAttr().Mode {
 		return key, nil, syscall.ENOENT
 	}
-	n.srv.claim(n)
+	n.srv.nodes.Claim(n)
 	return key, fi, 0
 }
 
@@ -147,23 +134,18 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
 	s.fill(out, fi)
 	ino := inoOf(fi)
-	s.mu.Lock()
-	if s.retrying.Is(callerPid(ctx), key) {
-		s.gens[ino] = max(s.gens[ino], 1)
-	}
-	known := s.byIno[ino]
-	s.mu.Unlock()
-	if known != nil && !known.forgotten.Load() && known.StableAttr().Gen == s.gen(ino) {
+	known, ok := s.nodes.Known(ino, s.retrying.Is(callerPid(ctx), key))
+	if ok && !known.forgotten.Load() && known.StableAttr().Gen == s.nodes.Gen(ino) {
 		kkey, ok := known.key()
 		switch {
 		case !ok && known.holdsPin():
 			// Its object was unlinked through the mount: the disk gave
 			// the inode number to another file since (a commit writes
 			// new files), which must not read or write the pinned one.
-			s.replace(known)
+			s.nodes.Replace(known.StableAttr())
 		case ok && kkey != key:
 			if kfi, err := s.fsys.Lstat(kkey); err != nil || inoOf(kfi) != ino {
-				s.replace(known)
+				s.nodes.Replace(known.StableAttr())
 			}
 		}
 	}
@@ -174,68 +156,13 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	// Recorded once go-fuse set it up: others read its identity.
 	n := in.Operations().(*node)
 	n.lastKey.Store(&key)
-	s.mu.Lock()
-	if old != nil && old != in && old.StableAttr().Mode == sa.Mode {
-		o := old.Operations().(*node)
-		o.next.Store(n)
-		n.followers = append(n.followers, o)
+	var o *node
+	took := old != nil && old != in && old.StableAttr().Mode == sa.Mode
+	if took {
+		o = old.Operations().(*node)
 	}
-	if k := s.byIno[ino]; k == nil || k.forgotten.Load() || k.StableAttr().Gen != sa.Gen {
-		s.setKnown(ino, n)
-	}
-	s.mu.Unlock()
+	s.nodes.Added(n, sa, o, took)
 	return in
-}
-
-// claim records n, which just answered a request, as the node go-fuse
-// keeps for its inode number: newChild may have recorded one go-fuse
-// dropped in favour of n.
-func (s *Server) claim(n *node) {
-	sa := n.StableAttr()
-	s.mu.Lock()
-	if k := s.byIno[sa.Ino]; k != n && (k == nil || k.StableAttr().Gen <= sa.Gen || k.forgotten.Load()) {
-		s.setKnown(sa.Ino, n)
-	}
-	s.mu.Unlock()
-}
-
-// setKnown records n as the node go-fuse keeps for inode number ino.
-// The one recorded before, if the kernel still knows it, is one of a
-// replaced generation: kept as a twin (see twinsOf), unless it holds a
-// pin: its object has no name, and the number may be another's by now.
-// s.mu is held.
-func (s *Server) setKnown(ino uint64, n *node) {
-	if k := s.byIno[ino]; k != nil && k != n && !k.forgotten.Load() && !s.holds(k) && !slices.Contains(s.twins[ino], k) {
-		s.twins[ino] = append(s.twins[ino], k)
-	}
-	s.byIno[ino] = n
-}
-
-// holds reports whether n holds a pin (see Server.hold). s.mu is held.
-func (s *Server) holds(n *node) bool {
-	_, ok := s.pinnedNodes[n]
-	return ok
-}
-
-// twinsOf returns the other nodes the kernel knows for n's object:
-// nodes of replaced generations (see Server.replace) and the current
-// one. The kernel caches attributes and pages per node, so a change
-// through one must drop what the others cached.
-func (s *Server) twinsOf(n *node) []*node {
-	ino := n.StableAttr().Ino
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	twins := s.twins[ino]
-	if len(twins) == 0 {
-		return nil
-	}
-	var out []*node
-	for _, m := range append(twins, s.byIno[ino]) {
-		if m != nil && m != n && !m.forgotten.Load() && !slices.Contains(out, m) {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
@@ -243,47 +170,20 @@ func (s *Server) twinsOf(n *node) []*node {
 func (n *node) OnForget() {
 	n.forgotten.Store(true)
 	n.unpin(nil)
-	ino := n.StableAttr().Ino
-	n.srv.mu.Lock()
-	if n.srv.byIno[ino] == n {
-		delete(n.srv.byIno, ino)
-	}
-	// Its followers now follow the node it followed, for pinChild; so a
-	// name replaced again and again keeps no chain of dropped nodes.
-	if m := n.next.Load(); m != nil {
-		m.followers = append(slices.DeleteFunc(m.followers, func(f *node) bool { return f == n }), n.followers...)
-	}
-	n.followers = nil
-	if twins := slices.DeleteFunc(n.srv.twins[ino], func(m *node) bool { return m == n || m.forgotten.Load() }); len(twins) > 0 {
-		n.srv.twins[ino] = twins
-	} else {
-		delete(n.srv.twins, ino)
-	}
-	n.srv.mu.Unlock()
+	// Its followers now follow the node it followed, for pinChild.
+	n.srv.nodes.Forget(n, n.next.Load())
 }
 
-// gen is the current generation of inode number ino.
-func (s *Server) gen(ino uint64) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gens[ino]
-}
+// Forgotten reports whether go-fuse dropped n (for nodes.Table).
+func (n *node) Forgotten() bool { return n.forgotten.Load() }
+
+// Follow records that a lookup gave n's name to m (for nodes.Table).
+func (n *node) Follow(m *node) { n.next.Store(m) }
 
 // stable is the identity of fi's object for go-fuse.
 func (s *Server) stable(fi fs.FileInfo) gofs.StableAttr {
 	ino := inoOf(fi)
-	return gofs.StableAttr{Mode: typeOf(fi.Mode()), Ino: ino, Gen: s.gen(ino)}
-}
-
-// replace gives n's inode number a new generation, so the next lookup
-// of its path makes a new node, unless that happened already.
-func (s *Server) replace(n *node) {
-	sa := n.StableAttr()
-	s.mu.Lock()
-	if s.gens[sa.Ino] == sa.Gen {
-		s.gens[sa.Ino] = sa.Gen + 1
-	}
-	s.mu.Unlock()
+	return gofs.StableAttr{Mode: typeOf(fi.Mode()), Ino: ino, Gen: s.nodes.Gen(ino)}
 }
 
 // inoOf is the inode number the kernel gets for fi's object.

@@ -36,9 +36,6 @@ type node struct {
 	gone fs.FileInfo
 	// next is the node a lookup gave this node's name to (see key).
 	next atomic.Pointer[node]
-	// followers: the nodes whose next is this node, which descriptors
-	// may hold open (see pinChild). Server.mu protects it.
-	followers []*node
 	// lastKey is the path a lookup or a rename last gave the node: where
 	// to look for its object once the kernel forgot it (see named).
 	lastKey atomic.Pointer[string]

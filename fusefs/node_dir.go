@@ -124,7 +124,7 @@ func (s *Server) linksChanged(ins ...*gofs.Inode) {
 		if in == nil {
 			continue
 		}
-		for _, t := range s.twinsOf(in.Operations().(*node)) {
+		for _, t := range s.nodes.TwinsOf(in.Operations().(*node)) {
 			t.NotifyContent(-1, 0)
 		}
 	}

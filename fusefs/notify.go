@@ -207,7 +207,7 @@ func (s *Server) keepsEntry(in *gofs.Inode, key string) bool {
 // (only changes from outside the mount come on the feed).
 func (n *node) changedBehind() {
 	var others []*gofs.Inode
-	for _, t := range n.srv.twinsOf(n) {
+	for _, t := range n.srv.nodes.TwinsOf(n) {
 		others = append(others, &t.Inode)
 	}
 	if m, _, ok := n.named(); ok {

@@ -75,9 +75,9 @@ func (n *node) openRead() (afero.File, syscall.Errno) {
 // generation whatever object the path holds by then: a commit may have
 // given it a new inode number in between, and a reader may have opened
 // that one by passthrough. Other lookups of n's object get a fresh node
-// too (replace), so later opens stop joining n's passthrough file.
+// too (nodes.Table.Replace), so later opens stop joining n's passthrough file.
 func (s *Server) moveAway(ctx context.Context, n *node) {
-	s.replace(n)
+	s.nodes.Replace(n.StableAttr())
 	if key, ok := n.key(); ok { // else reopened by descriptor: no lookup to retry
 		s.retrying.Mark(callerPid(ctx), key)
 	}

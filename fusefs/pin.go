@@ -68,7 +68,7 @@ func (n *node) pinChild(name string) (undo func()) {
 	// Twins stand for the same object (see twinsOf), and followers
 	// read it by its path (see followersOf): each keeps it too.
 	var undos []func()
-	for _, t := range append(c.srv.twinsOf(c), c) {
+	for _, t := range append(c.srv.nodes.TwinsOf(c), c) {
 		undos = append(undos, t.pinAt(key))
 		for _, f := range c.srv.followersOf(t) {
 			undos = append(undos, f.pinAt(key))
@@ -97,7 +97,7 @@ func (n *node) pinAt(key string) (undo func()) {
 		return func() {}
 	}
 	n.pin = f
-	n.srv.hold(n, true)
+	n.srv.nodes.Hold(n, true)
 	return func() { n.unpin(f) }
 }
 
@@ -107,19 +107,7 @@ func (n *node) pinAt(key string) (undo func()) {
 // the name goes, even after the kernel forgets n, or the nodes between
 // (fstat then failed with ENOENT).
 func (s *Server) followersOf(n *node) []*node {
-	var all []*node
-	s.mu.Lock()
-	todo := n.followers
-	for hops := 0; len(todo) > 0 && hops < maxHops; hops++ {
-		all = append(all, todo...)
-		var next []*node
-		for _, f := range todo {
-			next = append(next, f.followers...)
-		}
-		todo = next
-	}
-	s.mu.Unlock()
-	return slices.DeleteFunc(all, func(f *node) bool {
+	return slices.DeleteFunc(s.nodes.FollowersOf(n), func(f *node) bool {
 		_, named := f.treeKey()
 		return named || f.forgotten.Load()
 	})
@@ -140,31 +128,13 @@ func (n *node) unpin(f afero.File) {
 	if n.pin != nil && (f == nil || n.pin == f) {
 		n.pin.Close()
 		n.pin = nil
-		n.srv.hold(n, false)
-	}
-}
-
-// hold records whether n holds a pinned handle, so that it is closed
-// when serving ends (the kernel forgets nothing then).
-func (s *Server) hold(n *node, holds bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if holds {
-		s.pinnedNodes[n] = struct{}{}
-	} else {
-		delete(s.pinnedNodes, n)
+		n.srv.nodes.Hold(n, false)
 	}
 }
 
 // closePins closes the pinned handles of every node.
 func (s *Server) closePins() {
-	s.mu.Lock()
-	nodes := make([]*node, 0, len(s.pinnedNodes))
-	for n := range s.pinnedNodes {
-		nodes = append(nodes, n)
-	}
-	s.mu.Unlock()
-	for _, n := range nodes {
+	for _, n := range s.nodes.Holding() {
 		n.unpin(nil)
 	}
 }

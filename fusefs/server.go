@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
@@ -87,15 +88,7 @@ type Server struct {
 	killing sync.Map
 	files   sync.Map // file handle number → *openFile
 
-	mu    sync.Mutex        // protects the following
-	gens  map[uint64]uint64 // generation of inode numbers whose node was replaced
-	byIno map[uint64]*node  // the node go-fuse most likely keeps for each inode number
-	// twins: nodes of replaced generations the kernel still knows, by
-	// inode number (see setKnown)
-	twins map[uint64][]*node
-	// nodes with a pinned handle: the kernel forgets nothing when the
-	// mount goes, so those are closed when serving ends.
-	pinnedNodes map[*node]struct{}
+	nodes nodes.Table[*node] // which node stands for which object
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
@@ -124,10 +117,6 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		uid:         uint32(os.Getuid()),
 		gid:         uint32(os.Getgid()),
 		done:        make(chan struct{}),
-		gens:        map[uint64]uint64{},
-		byIno:       map[uint64]*node{},
-		twins:       map[uint64][]*node{},
-		pinnedNodes: map[*node]struct{}{},
 	}
 	if s.logf == nil {
 		s.logf = log.Printf
