@@ -15,29 +15,7 @@ import (
 // the workspace what it applied, so that [overlay.Workspace.Settle]
 // returns only once the kernel can no longer serve what a change
 // replaced. It runs on its own goroutine.
-func (s *Server) consume() {
-	for c := range s.sub.C {
-		n := 1
-		s.apply(c)
-	drain:
-		for {
-			select {
-			case c, ok := <-s.sub.C:
-				if !ok {
-					break drain
-				}
-				s.apply(c)
-				n++
-			default:
-				break drain
-			}
-		}
-		if s.sub.TakeLost() {
-			s.invalidateAll()
-		}
-		s.sub.Applied(n)
-	}
-}
+func (s *Server) consume() { s.sub.Follow(s.apply, s.invalidateAll) }
 
 // apply invalidates what the kernel caches of one change.
 func (s *Server) apply(c overlay.Change) {

@@ -80,6 +80,34 @@ func (s *Subscription) Applied(n int) {
 // the subscriber must treat every path as changed.
 func (s *Subscription) TakeLost() bool { return s.lost.Swap(false) }
 
+// Follow applies the changes on C with apply until the subscription
+// closes, a batch of what is queued at a time, and reports each batch
+// applied ([Subscription.Applied]). When changes were lost, lost runs
+// after the batch: the subscriber must treat every path as changed.
+func (s *Subscription) Follow(apply func(Change), lost func()) {
+	for c := range s.C {
+		n := 1
+		apply(c)
+	drain:
+		for {
+			select {
+			case c, ok := <-s.C:
+				if !ok {
+					break drain
+				}
+				apply(c)
+				n++
+			default:
+				break drain
+			}
+		}
+		if s.TakeLost() {
+			lost()
+		}
+		s.Applied(n)
+	}
+}
+
 // caughtUp waits until the subscriber has applied every change queued
 // for it and has none lost, or the deadline passes (false).
 func (s *Subscription) caughtUp(deadline time.Time) bool {
