@@ -161,7 +161,7 @@ func testMount(t testing.TB, o mountOptions) *mounted {
 			t.Errorf("mount %s still there after unmount (%v)", m.mnt, err)
 		}
 	})
-	if uringAll && !opts.Debug && !m.srv.Ring() {
+	if uringAll && !opts.Debug && !m.srv.ring {
 		t.Fatal("DRAFTFS_TEST_URING=1, but the mount is served over /dev/fuse (see its log)")
 	}
 	return m

@@ -274,21 +274,6 @@ func (s *Server) Unmount() error {
 // Wait returns once the mount is gone.
 func (s *Server) Wait() { <-s.done }
 
-// Nodes counts the nodes the kernel holds and go-fuse keeps for it.
-func (s *Server) Nodes() int {
-	count := 0
-	todo := []*gofs.Inode{&s.root.Inode}
-	for len(todo) > 0 {
-		in := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		count++
-		for _, ch := range in.Children() {
-			todo = append(todo, ch)
-		}
-	}
-	return count
-}
-
 // logWriter turns go-fuse's logger output into Logf calls.
 type logWriter func(string, ...any)
 

@@ -13,6 +13,3 @@ func IOURingOffered() bool { return uring.Enabled() }
 // changes it): test processes running at once share it, and the last
 // one puts back the value found before the first. It needs root.
 func HoldIOURing() (release func(), err error) { return uring.HoldEnabled() }
-
-// Ring says whether requests are served over io_uring.
-func (s *Server) Ring() bool { return s.ring }

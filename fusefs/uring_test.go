@@ -31,7 +31,7 @@ func TestMountIOURing(t *testing.T) {
 		defer release()
 	}
 	m := testMount(t, mountOptions{files: map[string]string{"a.txt": "one\n"}, ring: true})
-	if !m.srv.Ring() {
+	if !m.srv.ring {
 		t.Fatal("Options.IOURing: the mount is served over /dev/fuse (see its log)")
 	}
 	p := filepath.Join(m.mnt, "b.txt")
