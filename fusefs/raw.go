@@ -2,14 +2,14 @@
 
 package fusefs
 
-import "github.com/hanwen/go-fuse/v2/fuse"
+import (
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
+)
 
 // rawFS is go-fuse's node file system with directories served without
-// OPENDIR: the first one is answered ENOSYS, after which the kernel
-// opens directories itself (FUSE's no_opendir) and keeps their listings
-// (FOPEN_CACHE_DIR) across opens, so listing a cached directory costs no
-// round trip. go-fuse reads listings only through an open handle, so
-// each READDIR (and FSYNCDIR) without one opens one for itself.
+// OPENDIR (package noopendir).
 //
 // It marks the writes after which the node must clear set-id bits
 // (WRITE_KILL_SUIDGID; see killPriv).
@@ -18,7 +18,7 @@ import "github.com/hanwen/go-fuse/v2/fuse"
 // backing file a node chose, and tells the node when the kernel released
 // the file, after go-fuse did (see passthrough.go).
 type rawFS struct {
-	fuse.RawFileSystem
+	noopendir.FS
 	s *Server
 }
 
@@ -88,50 +88,4 @@ func (r rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	if ok {
 		h.(*openFile).released()
 	}
-}
-
-// OpenDir implements fuse.RawFileSystem by declining.
-func (r rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	return fuse.ENOSYS
-}
-
-// ReadDir implements fuse.RawFileSystem.
-func (r rawFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.list(cancel, in, out, r.RawFileSystem.ReadDir)
-}
-
-// ReadDirPlus implements fuse.RawFileSystem.
-func (r rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.list(cancel, in, out, r.RawFileSystem.ReadDirPlus)
-}
-
-// list serves a READDIR(PLUS) with go-fuse's read, through a handle of
-// its own when the request has none.
-func (r rawFS) list(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList, read func(<-chan struct{}, *fuse.ReadIn, *fuse.DirEntryList) fuse.Status) fuse.Status {
-	if in.Fh != 0 {
-		return read(cancel, in, out)
-	}
-	opened := *in
-	return r.withDir(cancel, in.InHeader, &opened.Fh, func() fuse.Status { return read(cancel, &opened, out) })
-}
-
-// FsyncDir implements fuse.RawFileSystem.
-func (r rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	if in.Fh != 0 {
-		return r.RawFileSystem.FsyncDir(cancel, in)
-	}
-	opened := *in
-	return r.withDir(cancel, in.InHeader, &opened.Fh, func() fuse.Status { return r.RawFileSystem.FsyncDir(cancel, &opened) })
-}
-
-// withDir opens the directory of header in, sets *fh to the handle, runs
-// op and releases the handle.
-func (r rawFS) withDir(cancel <-chan struct{}, in fuse.InHeader, fh *uint64, op func() fuse.Status) fuse.Status {
-	var out fuse.OpenOut
-	if st := r.RawFileSystem.OpenDir(cancel, &fuse.OpenIn{InHeader: in}, &out); st != fuse.OK {
-		return st
-	}
-	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in, Fh: out.Fh})
-	*fh = out.Fh
-	return op()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/fusefs/internal/nodes"
+	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
 	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
@@ -157,7 +158,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// Subscribe before serving, so no change after the first request
 	// is missed.
 	s.sub = d.Workspace().SubscribeFollowed()
-	raw := rawFS{gofs.NewNodeFS(s.root, fopts), s}
+	raw := rawFS{noopendir.FS{RawFileSystem: gofs.NewNodeFS(s.root, fopts)}, s}
 	dev, mountArg := -1, mp
 	if opts.IOURing {
 		if dev, mountArg, err = uring.PrepareMount(mp, &fopts.MountOptions); err != nil {
