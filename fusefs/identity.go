@@ -5,8 +5,6 @@ package fusefs
 import (
 	"context"
 	"io/fs"
-	"slices"
-	"strings"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -33,7 +31,7 @@ func (n *node) key() (string, bool) {
 // named returns the node whose name n's key is, n or one that took it
 // (see key), with that key; false when there is none.
 func (n *node) named() (*node, string, bool) {
-	if key, ok := n.treeKey(); ok {
+	if key, ok := nodes.Path(&n.Inode); ok {
 		return n, key, true
 	}
 	if n.holdsPin() || n.goneInfo() != nil {
@@ -48,7 +46,7 @@ func (n *node) named() (*node, string, bool) {
 				m = k
 			}
 		}
-		if key, ok := m.treeKey(); ok {
+		if key, ok := nodes.Path(&m.Inode); ok {
 			return m, key, true
 		}
 		last = m
@@ -61,28 +59,6 @@ func (n *node) named() (*node, string, bool) {
 		}
 	}
 	return nil, "", false
-}
-
-// treeKey is the node's path in go-fuse's tree. A lookup that puts
-// another node at a name leaves the node there believing it is still
-// the name's (go-fuse does not take the name from it): such a name
-// counts as lost.
-func (n *node) treeKey() (string, bool) {
-	root := n.Root()
-	var elems []string
-	for in := &n.Inode; in != root; {
-		name, parent := in.Parent()
-		if parent == nil {
-			return "", false
-		}
-		if parent.GetChild(name) != in {
-			return "", false // another node took the name
-		}
-		elems = append(elems, name)
-		in = parent
-	}
-	slices.Reverse(elems)
-	return strings.Join(elems, "/"), true
 }
 
 // childKey is the path of name in directory n.
@@ -150,7 +126,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 		}
 	}
 	sa := s.stable(fi)
-	_, name := splitKey(key)
+	_, name := nodes.Split(key)
 	old := parent.GetChild(name)
 	in := parent.NewInode(ctx, &node{srv: s}, sa)
 	// Recorded once go-fuse set it up: others read its identity.

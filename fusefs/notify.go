@@ -7,6 +7,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -42,28 +43,10 @@ func (s *Server) apply(c overlay.Change) {
 	}
 }
 
-// known returns the node go-fuse holds for key, nil when the kernel
-// never looked it up or forgot it.
-func (s *Server) known(key string) *gofs.Inode {
-	if key == "" {
-		return &s.root.Inode
-	}
-	p, rest := s.deepest(key)
-	return p.GetChild(rest) // nil when rest is not one element
-}
-
-func splitKey(key string) (parent, name string) {
-	i := strings.LastIndexByte(key, '/')
-	if i < 0 {
-		return "", key
-	}
-	return key[:i], key[i+1:]
-}
-
 // invalidateNode drops the kernel's attributes and pages of key's node
 // (a directory's: its listing).
 func (s *Server) invalidateNode(key string) {
-	in := s.known(key)
+	in := nodes.At(&s.root.Inode, key)
 	if in == nil {
 		return
 	}
@@ -75,7 +58,7 @@ func (s *Server) invalidateNode(key string) {
 // attributes and listing. A directory that key still names keeps its
 // entry (see keepsEntry).
 func (s *Server) invalidateEntry(key string) {
-	in := s.known(key)
+	in := nodes.At(&s.root.Inode, key)
 	if in != nil {
 		in.NotifyContent(0, 0)
 	}
@@ -93,27 +76,10 @@ func (s *Server) invalidateEntry(key string) {
 	// levels at once). NotifyEntry waits for the listings being read in
 	// the directory, so the NotifyContent after it drops any listing
 	// read before the change.
-	p, rest := s.deepest(key)
+	p, rest := nodes.Deepest(&s.root.Inode, key)
 	name, _, _ := strings.Cut(rest, "/")
 	p.NotifyEntry(name)
 	p.NotifyContent(0, 0)
-}
-
-// deepest returns the node of key's deepest ancestor go-fuse holds, and
-// the rest of key below it.
-func (s *Server) deepest(key string) (*gofs.Inode, string) {
-	in := &s.root.Inode
-	for {
-		elem, rest, more := strings.Cut(key, "/")
-		if !more {
-			return in, key
-		}
-		child := in.GetChild(elem)
-		if child == nil {
-			return in, key
-		}
-		in, key = child, rest
-	}
 }
 
 // moveNode follows a rename made elsewhere in go-fuse's tree, so nodes
@@ -122,9 +88,9 @@ func (s *Server) deepest(key string) (*gofs.Inode, string) {
 // path then answers with ESTALE (a look-up again), not with the ENOENT
 // of a node that lost its name.
 func (s *Server) moveNode(from, to string) {
-	fp, fname := splitKey(from)
-	tp, tname := splitKey(to)
-	src, dst := s.known(fp), s.known(tp)
+	fp, fname := nodes.Split(from)
+	tp, tname := nodes.Split(to)
+	src, dst := nodes.At(&s.root.Inode, fp), nodes.At(&s.root.Inode, tp)
 	if src == nil || dst == nil {
 		return
 	}

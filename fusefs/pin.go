@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -108,7 +109,7 @@ func (n *node) pinAt(key string) (undo func()) {
 // (fstat then failed with ENOENT).
 func (s *Server) followersOf(n *node) []*node {
 	return slices.DeleteFunc(s.nodes.FollowersOf(n), func(f *node) bool {
-		_, named := f.treeKey()
+		_, named := nodes.Path(&f.Inode)
 		return named || f.forgotten.Load()
 	})
 }

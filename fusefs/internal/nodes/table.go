@@ -5,10 +5,11 @@
 // each inode number, the node go-fuse most likely keeps for it, the
 // twins (nodes of replaced generations the kernel still knows), which
 // nodes follow which (a lookup gave one's name to another), and which
-// hold a pinned handle. It is FUSE-specific (the kernel caches per
-// node, and a node's identity is its inode number and generation), but
-// it translates no request: package fusefs consults it from its node
-// methods, and its documentation (Identity) says what the table is for.
+// hold a pinned handle; and which node go-fuse's tree holds at a path.
+// It is FUSE-specific (the kernel caches per node, and a node's
+// identity is its inode number and generation), but it translates no
+// request: package fusefs consults it from its node methods, and its
+// documentation (Identity) says what the table is for.
 //
 // # Locking
 //
