@@ -21,8 +21,9 @@ import (
 // key is the node's path in the view, as go-fuse knows it; false when
 // the node has no name any more (unlinked while open). A node whose name
 // a lookup gave to another node of its type (the path's object got a
-// new inode number from a commit, or a fresh node from Server.replace)
-// follows that one, so descriptors open on it keep working.
+// new inode number from a commit, or a fresh node from
+// nodes.Table.Replace) follows that one, so descriptors open on it keep
+// working.
 func (n *node) key() (string, bool) {
 	_, key, ok := n.named()
 	return key, ok
@@ -37,28 +38,7 @@ func (n *node) named() (*node, string, bool) {
 	if n.holdsPin() || n.goneInfo() != nil {
 		return nil, "", false // its last name went through the mount
 	}
-	var last *node
-	for hops, m := 0, n.next.Load(); m != nil && hops < nodes.MaxHops; hops, m = hops+1, m.next.Load() {
-		if m.forgotten.Load() {
-			// go-fuse may have made a new node of the same identity
-			// since, which no lookup linked from m.
-			if k, ok := n.srv.nodes.Live(m.StableAttr()); ok {
-				m = k
-			}
-		}
-		if key, ok := nodes.Path(&m.Inode); ok {
-			return m, key, true
-		}
-		last = m
-	}
-	// The kernel forgot the node that took n's name, and no lookup took
-	// it on from there: follow the path where that node was last.
-	if last != nil {
-		if key := last.lastKey.Load(); key != nil {
-			return last, *key, true
-		}
-	}
-	return nil, "", false
+	return n.srv.nodes.Successor(n)
 }
 
 // childKey is the path of name in directory n.
@@ -155,6 +135,18 @@ func (n *node) Forgotten() bool { return n.forgotten.Load() }
 
 // Follow records that a lookup gave n's name to m (for nodes.Table).
 func (n *node) Follow(m *node) { n.next.Store(m) }
+
+// Next is the node n follows (for nodes.Table).
+func (n *node) Next() *node { return n.next.Load() }
+
+// LastKey is the path a lookup or a rename last gave n (for
+// nodes.Table).
+func (n *node) LastKey() (string, bool) {
+	if k := n.lastKey.Load(); k != nil {
+		return *k, true
+	}
+	return "", false
+}
 
 // stable is the identity of fi's object for go-fuse.
 func (s *Server) stable(fi fs.FileInfo) gofs.StableAttr {

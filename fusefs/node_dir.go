@@ -117,7 +117,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 // linksChanged drops the attributes the kernel caches for the twins of
-// in (see twinsOf), whose link count or ctime changed through in: the
+// in (see nodes.Table.TwinsOf), whose link count or ctime changed through in: the
 // kernel updates in's own.
 func (s *Server) linksChanged(ins ...*gofs.Inode) {
 	for _, in := range ins {

@@ -146,7 +146,7 @@ func (s *Server) keepsEntry(in *gofs.Inode, key string) bool {
 
 // changedBehind tells the kernel that n's file changed through n (a
 // descriptor open on it) while other nodes stand for it too: twins of
-// other generations (see twinsOf), or a node a lookup gave n's name to.
+// other generations (see nodes.Table.TwinsOf), or a node a lookup gave n's name to.
 // Their attributes and pages are dropped, so their opens see the change
 // (only changes from outside the mount come on the feed).
 func (n *node) changedBehind() {

@@ -5,12 +5,10 @@ package fusefs
 import (
 	"errors"
 	"io/fs"
-	"slices"
 	"syscall"
 
 	"github.com/spf13/afero"
 
-	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -66,12 +64,12 @@ func (n *node) pinChild(name string) (undo func()) {
 	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
 		return undo
 	}
-	// Twins stand for the same object (see twinsOf), and followers
-	// read it by its path (see followersOf): each keeps it too.
+	// Twins stand for the same object (see nodes.Table.TwinsOf), and followers
+	// read it by its path (see nodes.Table.FollowersOf): each keeps it too.
 	var undos []func()
 	for _, t := range append(c.srv.nodes.TwinsOf(c), c) {
 		undos = append(undos, t.pinAt(key))
-		for _, f := range c.srv.followersOf(t) {
+		for _, f := range c.srv.nodes.FollowersOf(t) {
 			undos = append(undos, f.pinAt(key))
 		}
 	}
@@ -100,18 +98,6 @@ func (n *node) pinAt(key string) (undo func()) {
 	n.pin = f
 	n.srv.nodes.Hold(n, true)
 	return func() { n.unpin(f) }
-}
-
-// followersOf returns the nodes that follow n (see node.next), directly
-// or through others, and have no name of their own: a descriptor open
-// on one reads n's object by n's path, so it must keep that object once
-// the name goes, even after the kernel forgets n, or the nodes between
-// (fstat then failed with ENOENT).
-func (s *Server) followersOf(n *node) []*node {
-	return slices.DeleteFunc(s.nodes.FollowersOf(n), func(f *node) bool {
-		_, named := nodes.Path(&f.Inode)
-		return named || f.forgotten.Load()
-	})
 }
 
 // goneInfo is what n's directory was when its name went (see gone);

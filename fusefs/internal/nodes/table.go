@@ -27,11 +27,16 @@ import (
 // Node is what the table needs of a node.
 type Node[N any] interface {
 	comparable
+	gofs.InodeEmbedder
 	StableAttr() gofs.StableAttr
 	// Forgotten reports whether go-fuse dropped the node (OnForget).
 	Forgotten() bool
-	// Follow records that a lookup gave the node's name to n.
+	// Follow records that a lookup gave the node's name to n; Next
+	// returns that node (none: the zero N).
 	Follow(n N)
+	Next() N
+	// LastKey is the path a lookup or a rename last gave the node.
+	LastKey() (string, bool)
 }
 
 // MaxHops bounds how far a node follows nodes that took a name in turn.
@@ -102,6 +107,34 @@ func (t *Table[N]) Live(sa gofs.StableAttr) (N, bool) {
 	}
 	var none N
 	return none, false
+}
+
+// Successor returns the node that has n's name now, through the nodes
+// that took it in turn (see Node.Follow), with its path; false when
+// there is none.
+func (t *Table[N]) Successor(n N) (N, string, bool) {
+	var none, last N
+	for hops, m := 0, n.Next(); m != none && hops < MaxHops; hops, m = hops+1, m.Next() {
+		if m.Forgotten() {
+			// go-fuse may have made a new node of the same identity
+			// since, which no lookup linked from m.
+			if k, ok := t.Live(m.StableAttr()); ok {
+				m = k
+			}
+		}
+		if key, ok := Path(m.EmbeddedInode()); ok {
+			return m, key, true
+		}
+		last = m
+	}
+	// The kernel forgot the node that took n's name, and no lookup took
+	// it on from there: follow the path where that node was last.
+	if last != none {
+		if key, ok := last.LastKey(); ok {
+			return last, key, true
+		}
+	}
+	return none, "", false
 }
 
 // Added records n, which a lookup of identity sa just gave go-fuse.
@@ -203,11 +236,13 @@ func (t *Table[N]) Forget(n, next N) {
 }
 
 // FollowersOf returns the nodes that follow n, directly or through
-// others, up to MaxHops away.
+// others, and have no name of their own: a descriptor open on one reads
+// n's object by n's path, so it must keep that object once the name
+// goes, even after the kernel forgets n, or the nodes between (fstat
+// then failed with ENOENT).
 func (t *Table[N]) FollowersOf(n N) []N {
 	var all []N
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	todo := t.followers[n]
 	for hops := 0; len(todo) > 0 && hops < MaxHops; hops++ {
 		all = append(all, todo...)
@@ -217,7 +252,11 @@ func (t *Table[N]) FollowersOf(n N) []N {
 		}
 		todo = next
 	}
-	return all
+	t.mu.Unlock()
+	return slices.DeleteFunc(all, func(f N) bool {
+		_, named := Path(f.EmbeddedInode())
+		return named || f.Forgotten()
+	})
 }
 
 // Hold records whether n holds a pinned handle, so that it is closed
