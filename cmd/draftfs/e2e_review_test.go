@@ -279,8 +279,8 @@ func TestBuffers(t *testing.T) {
 		t.Fatalf("buffer list --json: %s", r)
 	}
 	read, err := f.client().Read("", "b.txt")
-	if err != nil || read.Text != "editor 2\n" {
-		t.Fatalf("the merged view shows %+v, %v", read, err)
+	if err != nil || string(read) != "editor 2\n" {
+		t.Fatalf("the merged view shows %q, %v", read, err)
 	}
 	// The agent edits what the user sees; the diff is against the buffer.
 	if err := f.agent().WriteFile("b.txt", []byte("editor 2\nagent\n"), 0o644); err != nil {

@@ -31,7 +31,7 @@ func TestBufferOrder(t *testing.T) {
 	}
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"draft/read","params":{"path":"f.txt"}}`)
 	m := r.answer()
-	var res ReadResult
+	var res readResult
 	if err := json.Unmarshal(m.Result, &res); err != nil || res.Text != want.String() {
 		t.Fatalf("read %q (%v), want %q", res.Text, m.Error, want.String())
 	}
@@ -82,7 +82,7 @@ func TestBufferResync(t *testing.T) {
 		t.Fatalf("got %v, want a resync error", err)
 	}
 	var stale didChangeResult // a whole-text change, which the Client does not send
-	if err := c.Call(context.Background(), "buffer/didChange", didChangeParams{Path: "a", Version: 1, Text: ptr("stale")}, &stale); stale.Applied || err != nil {
+	if err := c.call(context.Background(), "buffer/didChange", didChangeParams{Path: "a", Version: 1, Text: ptr("stale")}, &stale); stale.Applied || err != nil {
 		t.Fatalf("stale version: applied %v, %v", stale.Applied, err)
 	}
 	_, err = c.ChangeBuffer("a", 3, []buffers.Edit{{Range: buffers.Range{Start: buffers.Position{Line: 0, Character: 2}, End: buffers.Position{Line: 0, Character: 1}}}}, -1)

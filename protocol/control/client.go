@@ -57,8 +57,8 @@ func (c *Client) Close() error {
 // Done is closed when the connection ends.
 func (c *Client) Done() <-chan struct{} { return c.rpc.DisconnectNotify() }
 
-// Call sends a request and decodes its result into result (nil: drop it).
-func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+// call sends a request and decodes its result into result (nil: drop it).
+func (c *Client) call(ctx context.Context, method string, params, result any) error {
 	id := c.stream.await()
 	defer c.stream.forget(id)
 	err := c.rpc.Call(ctx, method, params, &awaitedResult{c.stream, id, result}, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
@@ -71,21 +71,16 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	return nil
 }
 
-// callSpliced is Call for params given as the pieces of their JSON,
+// callSpliced is call for params given as the pieces of their JSON,
 // written as they are (stream.splice).
 func (c *Client) callSpliced(ctx context.Context, method string, pieces [][]byte, result any) error {
 	params, drop := c.stream.splice(pieces)
 	defer drop()
-	return c.Call(ctx, method, params, result)
+	return c.call(ctx, method, params, result)
 }
 
 // ErrDisconnected: the connection to the daemon is gone.
 var ErrDisconnected = errors.New("connection to the daemon lost")
-
-// Notify sends a notification.
-func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	return c.rpc.Notify(ctx, method, params)
-}
 
 // handle receives the daemon's notifications.
 func (c *Client) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
@@ -159,7 +154,7 @@ func (c *Client) Watch(fn func(ChangeNotice)) (stop func()) {
 func (c *Client) Initialize(name, version string, encodings ...string) (*InitializeResult, error) {
 	p := initializeParams{ClientInfo: Implementation{Name: name, Version: version}, PositionEncodings: encodings}
 	var res InitializeResult
-	return &res, c.Call(context.Background(), "initialize", p, &res)
+	return &res, c.call(context.Background(), "initialize", p, &res)
 }
 
 // The draft argument of the methods below names a draft of the
@@ -168,14 +163,14 @@ func (c *Client) Initialize(name, version string, encodings ...string) (*Initial
 // Status lists the draft's changes at paths (none: all of them).
 func (c *Client) Status(draft string, paths ...string) ([]overlay.StatusEntry, error) {
 	var res []overlay.StatusEntry
-	return res, c.Call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
+	return res, c.call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
 }
 
 // StatusJSON is Status as the daemon encodes it, a JSON array of
 // overlay.StatusEntry, not decoded: what status --json prints.
 func (c *Client) StatusJSON(draft string, paths ...string) (json.RawMessage, error) {
 	var res json.RawMessage
-	return res, c.Call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
+	return res, c.call(context.Background(), "draft/status", pathsParams{Draft: draft, Paths: paths}, &res)
 }
 
 // DiffOptions choose what Diff shows.
@@ -192,20 +187,27 @@ type DiffOptions struct {
 func (c *Client) Diff(draft string, o DiffOptions) ([]overlay.FileDiff, error) {
 	p := pathsParams{Draft: draft, Paths: o.Paths, Ignored: o.Ignored, Annotate: o.Annotate}
 	var res []overlay.FileDiff
-	return res, c.Call(context.Background(), "draft/diff", p, &res)
+	return res, c.call(context.Background(), "draft/diff", p, &res)
 }
 
-// Read returns the file at path of the draft's merged view.
-func (c *Client) Read(draft, path string) (*ReadResult, error) {
-	var res ReadResult
-	return &res, c.Call(context.Background(), "draft/read", readParams{Draft: draft, Path: path}, &res)
+// Read returns the content of the file at path of the draft's merged
+// view.
+func (c *Client) Read(draft, path string) ([]byte, error) {
+	var res readResult
+	if err := c.call(context.Background(), "draft/read", readParams{Draft: draft, Path: path}, &res); err != nil {
+		return nil, err
+	}
+	if res.Binary {
+		return res.Data, nil
+	}
+	return []byte(res.Text), nil
 }
 
 // Hunks returns the hunks of the draft's changes at paths (none: all),
 // file by file.
 func (c *Client) Hunks(draft string, paths ...string) ([]FileHunks, error) {
 	var res []FileHunks
-	return res, c.Call(context.Background(), "draft/hunks", pathsParams{Draft: draft, Paths: paths}, &res)
+	return res, c.call(context.Background(), "draft/hunks", pathsParams{Draft: draft, Paths: paths}, &res)
 }
 
 // BeginStep begins a step of the draft's timeline by a, labelled label;
@@ -216,25 +218,25 @@ func (c *Client) Hunks(draft string, paths ...string) ([]FileHunks, error) {
 func (c *Client) BeginStep(draft string, a overlay.Author, label string, run []string) (end func() (*overlay.Checkpoint, error), err error) {
 	p := stepParams{Draft: draft, Author: a, Label: label, Run: run}
 	var res stepResult
-	if err := c.Call(context.Background(), "draft/beginStep", p, &res); err != nil {
+	if err := c.call(context.Background(), "draft/beginStep", p, &res); err != nil {
 		return nil, err
 	}
 	return func() (*overlay.Checkpoint, error) {
 		var cp *overlay.Checkpoint
-		return cp, c.Call(context.Background(), "draft/endStep", endStepParams{Step: res.Step}, &cp)
+		return cp, c.call(context.Background(), "draft/endStep", endStepParams{Step: res.Step}, &cp)
 	}, nil
 }
 
 // Timeline returns the draft's checkpoints, newest first.
 func (c *Client) Timeline(draft string) ([]overlay.Checkpoint, error) {
 	var res []overlay.Checkpoint
-	return res, c.Call(context.Background(), "draft/timeline", draftParams{Draft: draft}, &res)
+	return res, c.call(context.Background(), "draft/timeline", draftParams{Draft: draft}, &res)
 }
 
 // Rewind puts the draft back as right after the checkpoint id.
 func (c *Client) Rewind(draft string, id uint64) (*overlay.Checkpoint, error) {
 	var res overlay.Checkpoint
-	return &res, c.Call(context.Background(), "draft/rewind", rewindParams{Draft: draft, Checkpoint: id}, &res)
+	return &res, c.call(context.Background(), "draft/rewind", rewindParams{Draft: draft, Checkpoint: id}, &res)
 }
 
 // DiffRange compares checkpoint from (0: what is below the draft) with
@@ -242,7 +244,7 @@ func (c *Client) Rewind(draft string, id uint64) (*overlay.Checkpoint, error) {
 func (c *Client) DiffRange(draft string, from, to uint64, paths ...string) ([]overlay.FileDiff, error) {
 	p := rangeParams{Draft: draft, From: from, To: to, Paths: paths}
 	var res []overlay.FileDiff
-	return res, c.Call(context.Background(), "draft/diffRange", p, &res)
+	return res, c.call(context.Background(), "draft/diffRange", p, &res)
 }
 
 // CommitOptions choose what Commit applies and how.
@@ -279,7 +281,7 @@ func (c *Client) Commit(draft string, o CommitOptions, progress func(done, total
 		}()
 	}
 	var res overlay.CommitResult
-	err := c.Call(context.Background(), "draft/commit", p, &res)
+	err := c.call(context.Background(), "draft/commit", p, &res)
 	var e *Error
 	if errors.As(err, &e) && e.Data.Result != nil {
 		if json.Unmarshal(e.Data.Result, &res) == nil {
@@ -304,14 +306,14 @@ type DiscardOptions struct {
 func (c *Client) Discard(draft string, o DiscardOptions) ([]string, error) {
 	p := discardParams{Draft: draft, Paths: o.Paths, Hunks: o.Hunks, All: o.All}
 	var res pathsResult
-	err := c.Call(context.Background(), "draft/discard", p, &res)
+	err := c.call(context.Background(), "draft/discard", p, &res)
 	return res.Paths, err
 }
 
 // Undo reverts the draft's last commit.
 func (c *Client) Undo(draft string) (*overlay.UndoResult, error) {
 	var res overlay.UndoResult
-	if err := c.Call(context.Background(), "draft/undo", sourceParams{Draft: draft}, &res); err != nil {
+	if err := c.call(context.Background(), "draft/undo", sourceParams{Draft: draft}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -321,7 +323,7 @@ func (c *Client) Undo(draft string) (*overlay.UndoResult, error) {
 // what it holds and what would go.
 func (c *Client) GC(draft string, dryRun bool) (*overlay.GCResult, error) {
 	var res overlay.GCResult
-	if err := c.Call(context.Background(), "draft/gc", gcParams{Draft: draft, DryRun: dryRun}, &res); err != nil {
+	if err := c.call(context.Background(), "draft/gc", gcParams{Draft: draft, DryRun: dryRun}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -330,26 +332,26 @@ func (c *Client) GC(draft string, dryRun bool) (*overlay.GCResult, error) {
 // Log returns the draft's history.
 func (c *Client) Log(draft string) ([]overlay.LogEntry, error) {
 	var res []overlay.LogEntry
-	return res, c.Call(context.Background(), "draft/log", draftParams{Draft: draft}, &res)
+	return res, c.call(context.Background(), "draft/log", draftParams{Draft: draft}, &res)
 }
 
 // Drafts lists the workspace's drafts (draft/list).
 func (c *Client) Drafts() ([]DraftInfo, error) {
 	var res []DraftInfo
-	return res, c.Call(context.Background(), "draft/list", struct{}{}, &res)
+	return res, c.call(context.Background(), "draft/list", struct{}{}, &res)
 }
 
 // Mount has the daemon mount the draft's merged view if it is not, and
 // returns where it is.
 func (c *Client) Mount(draft string) (string, error) {
 	var res mountResult
-	err := c.Call(context.Background(), "draft/mount", draftParams{Draft: draft}, &res)
+	err := c.call(context.Background(), "draft/mount", draftParams{Draft: draft}, &res)
 	return res.Mount, err
 }
 
 // OpenBuffer opens or replaces the buffer of path with text at version.
 func (c *Client) OpenBuffer(path string, version int64, text string) error {
-	return c.Call(context.Background(), "buffer/didOpen", didOpenParams{Path: path, Version: version, Text: text}, nil)
+	return c.call(context.Background(), "buffer/didOpen", didOpenParams{Path: path, Version: version, Text: text}, nil)
 }
 
 // ChangeBuffer applies edits in order to the open buffer of path, making
@@ -366,22 +368,22 @@ func (c *Client) ChangeBuffer(path string, version int64, edits []buffers.Edit, 
 		p.Length = &length
 	}
 	var res didChangeResult
-	err := c.Call(context.Background(), "buffer/didChange", p, &res)
+	err := c.call(context.Background(), "buffer/didChange", p, &res)
 	return res.Applied, err
 }
 
 // SaveBuffer marks a buffer saved.
 func (c *Client) SaveBuffer(path string) error {
-	return c.Call(context.Background(), "buffer/didSave", bufferParams{Path: path}, nil)
+	return c.call(context.Background(), "buffer/didSave", bufferParams{Path: path}, nil)
 }
 
 // CloseBuffer closes a buffer.
 func (c *Client) CloseBuffer(path string) error {
-	return c.Call(context.Background(), "buffer/didClose", bufferParams{Path: path}, nil)
+	return c.call(context.Background(), "buffer/didClose", bufferParams{Path: path}, nil)
 }
 
 // Buffers lists the open buffers.
 func (c *Client) Buffers() ([]buffers.Info, error) {
 	var res []buffers.Info
-	return res, c.Call(context.Background(), "buffer/list", nil, &res)
+	return res, c.call(context.Background(), "buffer/list", nil, &res)
 }

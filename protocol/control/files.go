@@ -41,7 +41,7 @@ func NewFiles(c *Client, draft string, src overlay.Source) (*Files, error) {
 }
 
 func (f *Files) call(method string, params, result any) error {
-	return f.c.Call(context.Background(), method, params, result)
+	return f.c.call(context.Background(), method, params, result)
 }
 
 func (f *Files) params(key string) fsParams {

@@ -75,9 +75,9 @@ func (cn *conn) read(p readParams, d *overlay.Draft, _ overlay.Source) (any, err
 		return nil, err
 	}
 	if utf8.Valid(b) {
-		return ReadResult{Path: key, Text: string(b)}, nil
+		return readResult{Path: key, Text: string(b)}, nil
 	}
-	return ReadResult{Path: key, Data: b, Binary: true}, nil
+	return readResult{Path: key, Data: b, Binary: true}, nil
 }
 
 func (cn *conn) commit(p commitParams, d *overlay.Draft, src overlay.Source) (any, error) {

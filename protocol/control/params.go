@@ -126,8 +126,8 @@ type readParams struct {
 	Path  string `json:"path"`
 }
 
-// ReadResult is a file's content: Text when it is UTF-8, else Data.
-type ReadResult struct {
+// readResult is a file's content: Text when it is UTF-8, else Data.
+type readResult struct {
 	Path string `json:"path"`
 	Text string `json:"text"`
 	Data []byte `json:"data,omitempty"`

@@ -73,7 +73,7 @@ func TestClientRefusesForeignSocket(t *testing.T) {
 			cl, err := Dial(c.dial)
 			if err == nil {
 				// What an editor would send first; no answer comes.
-				cl.Notify(t.Context(), "buffer/didOpen", map[string]any{"path": "secret.go", "version": 1, "text": "unsaved secret"})
+				cl.rpc.Notify(t.Context(), "buffer/didOpen", map[string]any{"path": "secret.go", "version": 1, "text": "unsaved secret"})
 				cl.Close()
 			}
 			received := l.Received()

@@ -24,9 +24,9 @@ import (
 // client's CPU and 13 ms of the daemon's per status.
 //
 // The daemon marshals a large result once and splices it into the
-// written line (reply). The client parks a large result its Call
+// written line (reply). The client parks a large result its call
 // awaits, hands jsonrpc2 the answer with {"$parked":"ID"} in its place,
-// and Call decodes the parked bytes, once.
+// and call decodes the parked bytes, once.
 
 // replyBufs holds the buffers answers are encoded in. A daemon that
 // holds 100,000 nodes for the kernel runs close to its memory limit,
@@ -74,7 +74,7 @@ func (s *stream) await() uint64 {
 	return s.nextAwait
 }
 
-// forget drops a call's parked result, if its Call did not take it,
+// forget drops a call's parked result, if its call did not take it,
 // and parks no answer to it from now on.
 func (s *stream) forget(id uint64) {
 	s.smu.Lock()

@@ -75,11 +75,11 @@ func TestLargeResultAllocates(t *testing.T) {
 	defer c.Close()
 	go largeAnswer(b, result, nil)
 	var got []overlay.StatusEntry
-	must(t, c.Call(context.Background(), "draft/status", pathsParams{}, &got)) // warm up
+	must(t, c.call(context.Background(), "draft/status", pathsParams{}, &got)) // warm up
 	got = nil
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	must(t, c.Call(context.Background(), "draft/status", pathsParams{}, &got))
+	must(t, c.call(context.Background(), "draft/status", pathsParams{}, &got))
 	runtime.ReadMemStats(&after)
 	if !reflect.DeepEqual(got, entries) {
 		t.Fatalf("got %d entries, not the %d sent", len(got), len(entries))
@@ -114,7 +114,7 @@ func TestLargeResultAbandoned(t *testing.T) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- c.Call(ctx, "draft/status", pathsParams{}, new([]string)) }()
+	go func() { done <- c.call(ctx, "draft/status", pathsParams{}, new([]string)) }()
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("a cancelled call returned no error")
@@ -123,7 +123,7 @@ func TestLargeResultAbandoned(t *testing.T) {
 	<-answered
 	// A second call's answer comes after the first's was read.
 	var got []string
-	must(t, c.Call(context.Background(), "draft/status", pathsParams{}, &got))
+	must(t, c.call(context.Background(), "draft/status", pathsParams{}, &got))
 	<-answered
 	c.stream.smu.Lock()
 	defer c.stream.smu.Unlock()
