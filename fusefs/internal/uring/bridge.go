@@ -15,11 +15,19 @@ import (
 // still mounts, answers INIT (with CapOverIOURing in
 // MountOptions.ExtraCapabilities), sends notifications and handles
 // what the kernel keeps on /dev/fuse: FORGET, BATCH_FORGET and
-// INTERRUPT. What differs from go-fuse's server: a request on the ring
-// cannot be interrupted (go-fuse finds interrupted requests in its own
-// table; these never get there, so Request.Cancel stays open), there is
-// no debug log or latency map, and request extensions are dropped
-// (draftfs negotiates none).
+// INTERRUPT (until Server.Control takes them over, closing the
+// interrupted request's Request.Cancel). What differs from go-fuse's
+// server: there is no debug log or latency map, and request extensions
+// are dropped (draftfs negotiates none).
+//
+// go-fuse's experimental ProtocolServer (HandleRequest) would do this
+// dispatch, but does not fit the ring: it learns what INIT agreed only
+// from an INIT it answers itself, and it cancels a request only on an
+// INTERRUPT that comes while it serves it, answering EAGAIN otherwise,
+// which the kernel requeues only for requests read from /dev/fuse. An
+// interrupt that overtakes its ring request (Server.interrupt keeps
+// those) would be lost. A HandleRequest that took the caller's cancel
+// channel and the agreed InitIn would let it replace this file.
 func RawHandler(fs fuse.RawFileSystem, opts *fuse.MountOptions) Handler {
 	b := &bridge{fs: fs, opts: opts}
 	return b.serve

@@ -9,6 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Opcodes the kernel sends on /dev/fuse while the ring serves.
+const (
+	opForget      = 2
+	opInterrupt   = 36
+	opBatchForget = 42
+)
+
 // Control reads the connection's /dev/fuse descriptor for what the
 // kernel never puts on the ring: FORGET and BATCH_FORGET, handed to
 // forget, and INTERRUPT, which closes the interrupted request's

@@ -1,5 +1,8 @@
 package uring
 
+// The classic /dev/fuse transport, for the tests' toy file system and
+// BenchmarkTransport's side-by-side runs.
+
 import (
 	"sync"
 	"unsafe"
@@ -8,13 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Opcodes the transports treat specially.
-const (
-	opForget      = 2
-	opInit        = 26
-	opInterrupt   = 36
-	opBatchForget = 42
-)
+// opInit is INIT's opcode.
+const opInit = 26
 
 // opInSize is the size of each opcode's fixed argument (in_args[0] in
 // the kernel), which read(2) returns right after the header, for a
