@@ -34,40 +34,33 @@ var (
 
 // Mkdir implements NodeMkdirer.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	key, ok := n.childKey(name)
-	if !ok {
-		return nil, syscall.ENOENT
-	}
-	if err := n.srv.as(ctx).Mkdir(key, fileMode(mode)); err != nil {
-		return nil, n.srv.errno("mkdir", err)
-	}
-	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
-	return child, errno
+	return n.make(ctx, "mkdir", name, out, func(v *overlay.Fs, key string) error { return v.Mkdir(key, fileMode(mode)) })
 }
 
 // Mknod implements NodeMknoder: FIFOs, sockets (bind(2) of a Unix
 // socket makes one) and device nodes (the kernel lets only callers
 // with CAP_MKNOD ask) are draft objects; the kernel serves their I/O.
 func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	key, ok := n.childKey(name)
-	if !ok {
-		return nil, syscall.ENOENT
-	}
-	if err := n.srv.as(ctx).Mknod(key, beneath.FileMode(mode), uint64(dev)); err != nil {
-		return nil, n.srv.errno("mknod", err)
-	}
-	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
-	return child, errno
+	return n.make(ctx, "mknod", name, out, func(v *overlay.Fs, key string) error {
+		return v.Mknod(key, beneath.FileMode(mode), uint64(dev))
+	})
 }
 
 // Symlink implements NodeSymlinker.
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.make(ctx, "symlink", name, out, func(v *overlay.Fs, key string) error { return v.Symlink(target, key) })
+}
+
+// make has mk make a new object at name in directory n (op names the
+// operation in the log), by the process behind ctx, and finishes it
+// (see created).
+func (n *node) make(ctx context.Context, op, name string, out *fuse.EntryOut, mk func(v *overlay.Fs, key string) error) (*gofs.Inode, syscall.Errno) {
 	key, ok := n.childKey(name)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	if err := n.srv.as(ctx).Symlink(target, key); err != nil {
-		return nil, n.srv.errno("symlink", err)
+	if err := mk(n.srv.as(ctx), key); err != nil {
+		return nil, n.srv.errno(op, err)
 	}
 	child, _, errno := n.srv.created(ctx, &n.Inode, key, out)
 	return child, errno
