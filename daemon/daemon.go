@@ -85,9 +85,9 @@ func Start(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{opts: opts, socket: control.SocketPath(opts.StateDir), done: make(chan struct{}), mounts: map[string]*mount{}, authors: newAuthors()}
 	// The walk that watches the workspace's directories starts once the
-	// daemon serves (or has been closed, failing): on 100,000 files it
-	// takes 70-230 ms of the one CPU a mount's process uses
-	// (serveProcs), which the start waited for.
+	// daemon serves (or has been closed, failing): on a large tree it
+	// takes much of the one CPU a mount's process uses (serveProcs),
+	// which the start waited for.
 	started := make(chan struct{})
 	defer close(started)
 	ok := false

@@ -117,7 +117,8 @@ func (c *chunkStore) putChunk(b []byte) (string, error) {
 
 // get returns the content the chunks hashes make. size is its length
 // when the caller knows it, else -1: the content is then joined in a
-// buffer that doubles as it grows (31 MB allocated for a 9 MB file).
+// buffer that doubles as it grows (about three times the content
+// allocated).
 func (c *chunkStore) get(hashes []string, size int64) ([]byte, error) {
 	var out bytes.Buffer
 	if size > 0 && size <= int64(len(hashes))*chunkMax {

@@ -20,8 +20,8 @@ import (
 // freed in the last minute (five while its table block is unwritten) in
 // the group it allocates from, and every data file is allocated from the
 // data directory's group, so after an rm -rf of 4,000 draft files each
-// create scanned them all: 250-400 µs of kernel time per file, most of
-// the daemon's CPU per created file.
+// create scanned them all, most of the daemon's CPU per created file
+// (figures in the README's Benchmarks).
 
 // maxSpares bounds the spare data files a draft keeps (empty files: an
 // inode each).

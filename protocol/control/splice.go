@@ -48,7 +48,8 @@ const bigParams = 64 << 10
 
 // The daemon's side of the same: jsonrpc2 decodes a request's params into
 // a map of Go values and marshals them again, through growing buffers,
-// and then a handler decodes them: a 9 MB write took 14 times its size.
+// and then a handler decodes them: a large write held many times its
+// size.
 // ReadObject takes a large message's params out of the line, and hands
 // jsonrpc2 the message with {"$parked":"TOKEN"} in their place; the
 // connection's handler puts them back (unpark) before it decodes them.

@@ -21,7 +21,7 @@ import (
 
 // The stdio transport. The SDK's own reads a message with a growing
 // buffer, and the SDK then copies and re-reads a tool's arguments several
-// times over: a 9 MB write_file took 13 times its text in memory. This
+// times over, holding many times a write_file's text in memory. This
 // one reads each line into a buffer of its size, and takes the large
 // string arguments of a tools/call out of the message before the SDK
 // decodes it (largeArgs): the SDK decodes a message of a few hundred
