@@ -4,8 +4,10 @@ package overlay
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -264,4 +266,36 @@ func TestCommitWhileOpenForWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmEqualTree(t, root, map[string]string{"log": "one\ntwo\n"})
+}
+
+// TestCommitUndoAllocate: a daemon that holds the kernel's nodes of a
+// large tree runs near its memory limit, where every megabyte a commit
+// or undo allocates costs collections. Both once made a 32 KiB copy
+// buffer for each file.
+func TestCommitUndoAllocate(t *testing.T) {
+	if raceBuild {
+		t.Skip("-race allocates on its own")
+	}
+	_, d, f := cmSetup(t, nil)
+	const n = 300
+	for i := range 3 {
+		must(t, f.Mkdir(fmt.Sprintf("new%d", i), 0o755))
+	}
+	for i := range n {
+		must(t, afero.WriteFile(f, fmt.Sprintf("new%d/f%03d", i%3, i), []byte("new\n"), 0o644))
+	}
+	perFile := func(what string, run func() error) {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := run(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 16<<10 {
+			t.Errorf("%s of %d files allocated %d bytes per file", what, n, per)
+		}
+	}
+	perFile("commit", func() error { _, err := d.Commit(CommitOptions{}); return err })
+	perFile("undo", func() error { _, err := d.Undo(SourceCLI); return err })
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,7 +146,7 @@ func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner 
 	}
 	var stamp *fileStamp
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), src)
+	_, err = copyPooled(io.MultiWriter(f, h), src)
 	osf, onOS := f.(*os.File)
 	switch {
 	case err != nil:
@@ -181,6 +182,21 @@ func (d *Draft) tempFile(rec *commitRecord, key string, mode fs.FileMode, owner 
 		return "", nil, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), stamp, nil
+}
+
+// copyBufs lends copy buffers. io.Copy from an *os.File to a writer
+// that is no file makes a new 32 KiB buffer for each call (the File's
+// WriteTo falls back to it): most of what a commit or undo allocates
+// per file, garbage that a daemon near its memory limit pays for with
+// collections.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyPooled is io.Copy through a buffer of copyBufs.
+func copyPooled(dst io.Writer, src io.Reader) (int64, error) {
+	b := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(b)
+	// Read only: a WriterTo (the *os.File's) would make its own buffer.
+	return io.CopyBuffer(dst, struct{ io.Reader }{src}, *b)
 }
 
 // keepFS adds a descriptor on f's file system to syncs, unless one is

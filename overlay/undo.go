@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -192,7 +191,7 @@ func (d *Draft) diskHash(key string) string {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := copyPooled(h, f); err != nil {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))
