@@ -145,7 +145,7 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	for _, p := range rec.Paths {
 		changes = append(changes, Change{Draft: d.name, Path: p, Kind: ChangeCommit, Source: opts.Source})
 	}
-	d.w.feed.publish(changes...)
+	d.w.feed.publishPaced(changes)
 	return res, nil
 }
 

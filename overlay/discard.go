@@ -46,7 +46,7 @@ func (d *Draft) dropLocked(keys []string, src Source) (publish func(), err error
 		for _, k := range keys {
 			changes = append(changes, Change{Draft: d.name, Path: k, Kind: ChangeDiscard, Source: src})
 		}
-		d.w.feed.publish(changes...)
+		d.w.feed.publishPaced(changes)
 	}, nil
 }
 

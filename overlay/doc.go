@@ -95,8 +95,10 @@
 // discard and undo are serialised by Draft.commitMu, taken before
 // Draft.mu. A held handle (Fs.Hold: unlink while open for files of any
 // layer) takes its own lock outside Draft.mu. The change feed
-// never blocks a publisher: each subscriber has a bounded queue and a
-// subscriber that falls behind is told it lost events (Change.Overflow)
-// and must resynchronise. Lock order: Workspace.mu, Draft.commitMu,
+// never blocks a publisher holding a lock: each subscriber has a bounded
+// queue and a subscriber that falls behind is told it lost events
+// (Change.Overflow) and must resynchronise. Commit, discard and undo,
+// once they released Draft.mu, hand their changes over in parts that
+// the mounts' queues have room for, waiting for them a bounded time. Lock order: Workspace.mu, Draft.commitMu,
 // heldFile.mu, Draft.mu, Draft.filesMu.
 package overlay

@@ -4,6 +4,7 @@ package overlay
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,6 +88,50 @@ func TestChangeFeed(t *testing.T) {
 	must(t, f.Chmod("new", 0o644))
 	if c := <-stalled.C; !c.Overflow {
 		t.Fatalf("after overflow: %+v, want Overflow", c)
+	}
+}
+
+// TestCommitPacesFollowers: a commit of more paths than a subscriber's
+// queue holds hands them to a followed subscriber (a mount) in parts it
+// keeps up with, instead of overflowing its queue, which makes a mount
+// drop every entry the kernel holds.
+func TestCommitPacesFollowers(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"d/": ""})
+	n := feedQueue + feedQueue/2
+	for i := range n {
+		must(t, afero.WriteFile(f, fmt.Sprintf("d/f%05d", i), []byte("new\n"), 0o644))
+	}
+	sub := d.Workspace().SubscribeFollowed()
+	defer sub.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Commit(CommitOptions{Source: SourceCLI})
+		done <- err
+	}()
+	// A subscriber slower than the commit's publish, as a mount is: it
+	// lets the first change wait while the rest would arrive.
+	commits, overflow := 0, false
+	var err error
+	for finished := false; !finished || len(sub.C) > 0; {
+		select {
+		case c := <-sub.C:
+			if commits == 0 {
+				time.Sleep(200 * time.Millisecond)
+			}
+			overflow = overflow || c.Overflow
+			if c.Kind == ChangeCommit && strings.HasPrefix(c.Path, "d/f") {
+				commits++
+			}
+			sub.Applied(1)
+		case err = <-done:
+			finished = true
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost := overflow || sub.TakeLost(); lost || commits != n {
+		t.Fatalf("the subscriber got %d of %d files' commit changes (lost some: %v)", commits, n, lost)
 	}
 }
 

@@ -129,7 +129,8 @@ func (s *Subscription) caughtUp(deadline time.Time) bool {
 	return true
 }
 
-// feed fans changes out to subscribers without ever blocking publishers.
+// feed fans changes out to subscribers without ever blocking publish
+// (publishPaced waits a bounded time).
 type feed struct {
 	mu   sync.Mutex // protects subs and sending on their channels
 	subs map[*Subscription]struct{}
@@ -159,6 +160,43 @@ func (f *feed) unsubscribe(s *Subscription) {
 		close(s.progress)
 		s.mu.Unlock()
 	}
+}
+
+// publishPaced is publish for the many changes of a commit, undo or
+// discard, from a caller holding no lock a subscriber may need: it hands
+// them over in parts, each once every followed subscriber (a mount) has
+// room for it in its queue, or paceTimeout after the first part. All at
+// once, the paths of a large commit overflow a mount's queue, and a
+// mount that lost changes drops every entry the kernel holds: a
+// notification for each node of the tree it was reading, after which
+// every lookup misses.
+func (f *feed) publishPaced(changes []Change) {
+	deadline := time.Now().Add(paceTimeout)
+	for len(changes) > 0 {
+		n := min(len(changes), feedQueue/2)
+		for !f.room(n) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		f.publish(changes[:n]...)
+		changes = changes[n:]
+	}
+}
+
+// paceTimeout bounds how long publishPaced waits for followed
+// subscribers that fall behind.
+const paceTimeout = 2 * time.Second
+
+// room reports whether every followed subscriber's queue has room for
+// n more changes.
+func (f *feed) room(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		if s.followed && len(s.ch)+n > cap(s.ch) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *feed) publish(changes ...Change) {

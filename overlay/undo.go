@@ -69,7 +69,7 @@ func (d *Draft) Undo(src Source) (*UndoResult, error) {
 	for _, p := range rec.Paths {
 		changes = append(changes, Change{Draft: d.name, Path: p, Kind: ChangeUndo, Source: src})
 	}
-	d.w.feed.publish(changes...)
+	d.w.feed.publishPaced(changes)
 	return &UndoResult{ID: rec.ID, Paths: rec.Paths}, nil
 }
 
