@@ -48,6 +48,39 @@ func TestWorkingDirectoryKept(t *testing.T) {
 	pwd("a feed overflow")
 }
 
+// TestWorkingDirectoryKeptAcrossCommit: a directory the draft made
+// gets the disk's inode number when committed, and a draft one again
+// when the commit is undone; a process working in it keeps its working
+// directory and the directory's files by their names.
+func TestWorkingDirectoryKeptAcrossCommit(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"a.txt": "a\n"}})
+	dir := filepath.Join(m.mnt, "made", "deeper")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startLoop(t, dir, "readlink /proc/self/cwd; cat f.txt")
+	check := func(after string) {
+		t.Helper()
+		if got, want := strings.TrimSpace(r.read(t, "")), dir+"\ndraft"; got != want {
+			t.Fatalf("after %s: the working directory and its f.txt read %q, want %q", after, got, want)
+		}
+	}
+	check("mkdir")
+	if _, err := m.d.Commit(overlay.CommitOptions{Source: overlay.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, m)
+	check("commit")
+	if _, err := m.d.Undo(overlay.SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, m)
+	check("undo")
+}
+
 // waitDiskChange waits until the feed brings a disk change of rel.
 func waitDiskChange(t *testing.T, sub *overlay.Subscription, rel string) {
 	t.Helper()

@@ -33,13 +33,17 @@ func (s *Server) apply(c overlay.Change) {
 	case overlay.ChangeWrite, overlay.ChangeAttr:
 		s.invalidateNode(c.Path)
 	case overlay.ChangeRename:
-		s.invalidateEntry(c.From)
-		s.invalidateEntry(c.Path)
+		s.invalidateEntry(c.From, false)
+		s.invalidateEntry(c.Path, false)
 		s.moveNode(c.From, c.Path)
+	case overlay.ChangeCommit, overlay.ChangeUndo:
+		// The view's objects stay, but a directory the draft made
+		// gets the disk's inode number (or, undone, a draft one).
+		s.invalidateEntry(c.Path, true)
 	default:
-		// Creates, removals, commits, discards, undos, buffers and
-		// disk changes may change what a name denotes.
-		s.invalidateEntry(c.Path)
+		// Creates, removals, discards, buffers and disk changes may
+		// change what a name denotes.
+		s.invalidateEntry(c.Path, false)
 	}
 }
 
@@ -56,8 +60,9 @@ func (s *Server) invalidateNode(key string) {
 // invalidateEntry drops the kernel's entry for key (so the next access
 // looks it up again), the node's attributes and pages, and the parent's
 // attributes and listing. A directory that key still names keeps its
-// entry (see keepsEntry).
-func (s *Server) invalidateEntry(key string) {
+// entry (see keepsEntry); renumbered: also when the directory there now
+// has another inode number.
+func (s *Server) invalidateEntry(key string, renumbered bool) {
 	in := nodes.At(&s.root.Inode, key)
 	if in != nil {
 		in.NotifyContent(0, 0)
@@ -65,7 +70,7 @@ func (s *Server) invalidateEntry(key string) {
 	if key == "" {
 		return
 	}
-	if in != nil && s.keepsEntry(in, key) {
+	if in != nil && s.keepsEntry(in, key, renumbered) {
 		if _, parent := in.Parent(); parent != nil {
 			parent.NotifyContent(0, 0)
 		}
@@ -120,7 +125,7 @@ func (s *Server) invalidateAll() {
 			if k.key != "" {
 				key = k.key + "/" + name
 			}
-			if !s.keepsEntry(ch, key) {
+			if !s.keepsEntry(ch, key, false) {
 				k.in.NotifyEntry(name)
 			}
 			todo = append(todo, known{ch, key})
@@ -130,18 +135,24 @@ func (s *Server) invalidateAll() {
 
 // keepsEntry says whether the kernel may keep its entry for key, the
 // name of directory node in: key still names in's directory, as a
-// lookup would answer. Dropping a directory's entry unhashes it in the
-// kernel even while a process has it as its working directory, and
-// getcwd there then fails with ENOENT, so a directory whose attributes
-// or listing changed keeps its entry, and only those are dropped. Files
-// are not looked at: their entries are dropped unasked, as that costs
-// the invalidation no lookup in the engine.
-func (s *Server) keepsEntry(in *gofs.Inode, key string) bool {
+// lookup would answer (renumbered: still names a directory, which a
+// commit or undo gave another inode number; in serves it by its path,
+// with its own number, as it does any replacement). Dropping a
+// directory's entry unhashes it in the kernel even while a process has
+// it as its working directory, and getcwd there then fails with ENOENT,
+// so a directory whose attributes or listing changed keeps its entry,
+// and only those are dropped. Files are not looked at: their entries
+// are dropped unasked, as that costs the invalidation no lookup in the
+// engine.
+func (s *Server) keepsEntry(in *gofs.Inode, key string, renumbered bool) bool {
 	if !in.IsDir() {
 		return false
 	}
 	fi, err := s.fsys.Lstat(key)
-	return err == nil && s.stable(fi) == in.StableAttr()
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	return renumbered || s.stable(fi) == in.StableAttr()
 }
 
 // changedBehind tells the kernel that n's file changed through n (a
