@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -51,9 +52,11 @@ func TestWorkingDirectoryKept(t *testing.T) {
 // TestWorkingDirectoryKeptAcrossCommit: a directory the draft made
 // gets the disk's inode number when committed, and a draft one again
 // when the commit is undone; a process working in it keeps its working
-// directory and the directory's files by their names.
+// directory and the directory's files by their names, also once the
+// disk watch reported the commit's mkdir and the parent was listed (a
+// listing that gave the directory a new node would drop its entry).
 func TestWorkingDirectoryKeptAcrossCommit(t *testing.T) {
-	m := testMount(t, mountOptions{files: map[string]string{"a.txt": "a\n"}})
+	m := testMount(t, mountOptions{files: map[string]string{"a.txt": "a\n"}, watch: true})
 	dir := filepath.Join(m.mnt, "made", "deeper")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -68,17 +71,47 @@ func TestWorkingDirectoryKeptAcrossCommit(t *testing.T) {
 			t.Fatalf("after %s: the working directory and its f.txt read %q, want %q", after, got, want)
 		}
 	}
+	list := func() {
+		t.Helper()
+		for _, d := range []string{m.mnt, filepath.Dir(dir), dir} {
+			if _, err := os.ReadDir(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	check("mkdir")
+	sub := m.ws.Subscribe()
+	defer sub.Close()
 	if _, err := m.d.Commit(overlay.CommitOptions{Source: overlay.SourceCLI}); err != nil {
 		t.Fatal(err)
 	}
+	waitDiskChange(t, sub, "made")
 	settle(t, m)
 	check("commit")
+	// The watch's event of the commit's mkdir may also come after the
+	// commit was applied, or before (nothing recorded yet).
+	late := func(after string, forget bool) {
+		t.Helper()
+		for _, p := range []string{"made", "made/deeper"} {
+			if forget {
+				m.srv.renumbered.Delete(nodes.At(&m.srv.root.Inode, p))
+			}
+			m.srv.apply(overlay.Change{Kind: overlay.ChangeDisk, Path: p, Source: overlay.SourceDisk})
+		}
+		check(after)
+	}
+	late("commit and a late disk event", false)
+	late("commit and an early disk event", true)
+	list()
+	check("commit and listings")
 	if _, err := m.d.Undo(overlay.SourceCLI); err != nil {
 		t.Fatal(err)
 	}
+	waitDiskChange(t, sub, "made")
 	settle(t, m)
 	check("undo")
+	list()
+	check("undo and listings")
 }
 
 // waitDiskChange waits until the feed brings a disk change of rel.

@@ -25,11 +25,11 @@
 // generation, or the new inode number a commit gives), the old node
 // follows it, so descriptors still open on the old one keep working.
 // A directory keeps its node, and its kernel entry, while its path
-// still holds a directory of the same identity, or any directory after
-// a commit or undo renumbered it: the kernel unhashes a directory whose
-// entry is dropped even where it is a process's working directory, and
-// getcwd there fails. Such a directory shows the number it had until
-// the kernel forgets it. Package internal/nodes keeps the table of
+// still holds a directory of the same identity, or one that a commit or
+// undo renumbered (a directory the draft made that is now the disk's,
+// and back): the kernel unhashes a directory whose entry is dropped even
+// where it is a process's working directory, and getcwd there fails.
+// Such a directory shows the number it had until the kernel forgets it. Package internal/nodes keeps the table of
 // generations, twins and followers.
 //
 // # Opens

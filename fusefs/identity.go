@@ -5,6 +5,7 @@ package fusefs
 import (
 	"context"
 	"io/fs"
+	"path"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -90,6 +91,11 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
 	s.fill(out, fi)
 	ino := inoOf(fi)
+	if fi.IsDir() {
+		if c := s.renumberedChild(parent, path.Base(key), ino); c != nil {
+			return c
+		}
+	}
 	known, ok := s.nodes.Known(ino, s.retrying.Is(callerPid(ctx), key))
 	if ok && !known.forgotten.Load() && known.StableAttr().Gen == s.nodes.Gen(ino) {
 		kkey, ok := known.key()
@@ -125,6 +131,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 // drops it. Its pinned handle goes with it.
 func (n *node) OnForget() {
 	n.forgotten.Store(true)
+	n.srv.renumbered.Delete(&n.Inode)
 	n.unpin(nil)
 	// Its followers now follow the node it followed, for pinChild.
 	n.srv.nodes.Forget(n, n.next.Load())

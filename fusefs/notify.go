@@ -152,7 +152,39 @@ func (s *Server) keepsEntry(in *gofs.Inode, key string, renumbered bool) bool {
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	return renumbered || s.stable(fi) == in.StableAttr()
+	ino := inoOf(fi)
+	if s.stable(fi) == in.StableAttr() {
+		return true
+	}
+	// The disk's event of a commit's mkdir may come before the commit's
+	// own change (a directory the draft made now has a disk number) or
+	// after it.
+	was := in.StableAttr().Ino
+	if renumbered || s.renumberedTo(in) == ino || overlay.DraftIno(was) && !overlay.DraftIno(ino) {
+		s.renumbered.Store(in, ino)
+		return true
+	}
+	return false
+}
+
+// renumberedTo is the inode number a commit or undo gave the directory
+// that node in serves, 0 when none did.
+func (s *Server) renumberedTo(in *gofs.Inode) uint64 {
+	if v, ok := s.renumbered.Load(in); ok {
+		return v.(uint64)
+	}
+	return 0
+}
+
+// renumberedChild is parent's child name when it serves a directory a
+// commit or undo gave inode number ino: lookups and listings keep it,
+// as a new node would make the kernel drop the entry keepsEntry kept.
+func (s *Server) renumberedChild(parent *gofs.Inode, name string, ino uint64) *gofs.Inode {
+	c := parent.GetChild(name)
+	if c == nil || s.renumberedTo(c) != ino {
+		return nil
+	}
+	return c
 }
 
 // changedBehind tells the kernel that n's file changed through n (a

@@ -36,6 +36,10 @@ var (
 // far above any disk inode number, so the two never meet.
 const firstDraftIno = 1 << 63
 
+// DraftIno reports whether ino ([Attr].Ino) is a number the draft gave
+// an object it created, rather than the disk's.
+func DraftIno(ino uint64) bool { return ino >= firstDraftIno }
+
 // Checkpoints happen once the write-ahead log holds this many records or
 // bytes.
 const (
