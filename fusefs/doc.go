@@ -120,20 +120,22 @@
 //
 // # Locking
 //
-// node.ioMu protects a node's pinned handle: I/O holds it shared,
+// node.rare.ioMu protects a node's pinned handle: I/O holds it shared,
 // pinning and unpinning exclusively; it is never held across a kernel
 // notification, and a goroutine holds one node's at a time.
-// node.io's lock (passthrough.Node) protects a node's counts of open
-// files in passthrough mode, and is held while registering or closing
-// its backing file (an ioctl on the FUSE device, not a notification).
-// Server.nodes (nodes.Table) locks its generation, node, twin,
+// node.rare.io's lock (passthrough.Node) protects a node's counts of
+// open files in passthrough mode, and is held while registering or
+// closing its backing file (an ioctl on the FUSE device, not a
+// notification). node.rare itself is set once, atomically, under no
+// lock. Server.nodes (nodes.Table) locks its generation, node, twin,
 // follower and pinned-node tables. go-fuse's Inode.mu is taken inside
 // all of them, by its own methods (GetChild, NewInode, Parent).
 //
-// Lock order, outermost first: node.ioMu, node.io's lock, the nodes
-// table's, Inode.mu; the retry marks' lock (passthrough.Retries) is
-// taken inside any of them. The engine's locks (see package overlay; a
-// held handle's included) are taken inside node.ioMu and never around a
-// call into this package. Which node go-fuse dropped comes from OnForget
-// (node.forgotten), not from the deprecated Inode.Forgotten.
+// Lock order, outermost first: node.rare.ioMu, node.rare.io's lock, the
+// nodes table's, Inode.mu; the retry marks' lock (passthrough.Retries)
+// is taken inside any of them. The engine's locks (see package overlay;
+// a held handle's included) are taken inside node.rare.ioMu and never
+// around a call into this package. Which node go-fuse dropped comes
+// from OnForget (node.forgotten), not from the deprecated
+// Inode.Forgotten.
 package fusefs

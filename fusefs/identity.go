@@ -134,17 +134,22 @@ func (n *node) OnForget() {
 	n.srv.renumbered.Delete(&n.Inode)
 	n.unpin(nil)
 	// Its followers now follow the node it followed, for pinChild.
-	n.srv.nodes.Forget(n, n.next.Load())
+	n.srv.nodes.Forget(n, n.Next())
 }
 
 // Forgotten reports whether go-fuse dropped n (for nodes.Table).
 func (n *node) Forgotten() bool { return n.forgotten.Load() }
 
 // Follow records that a lookup gave n's name to m (for nodes.Table).
-func (n *node) Follow(m *node) { n.next.Store(m) }
+func (n *node) Follow(m *node) { n.rareFields().next.Store(m) }
 
 // Next is the node n follows (for nodes.Table).
-func (n *node) Next() *node { return n.next.Load() }
+func (n *node) Next() *node {
+	if r := n.rare.Load(); r != nil {
+		return r.next.Load()
+	}
+	return nil
+}
 
 // LastKey is the path a lookup or a rename last gave n (for
 // nodes.Table).

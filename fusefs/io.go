@@ -153,12 +153,14 @@ func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64
 // commit (see overlay.Draft.Commit), so none stays open; reads are
 // rare, as the kernel keeps pages.
 func (n *node) use(ctx context.Context, op string, write bool, fn func(afero.File) error) syscall.Errno {
-	n.ioMu.RLock()
-	if n.pin != nil {
-		defer n.ioMu.RUnlock()
-		return n.srv.errno(op, fn(n.pin))
+	if r := n.rare.Load(); r != nil {
+		r.ioMu.RLock()
+		if r.pin != nil {
+			defer r.ioMu.RUnlock()
+			return n.srv.errno(op, fn(r.pin))
+		}
+		r.ioMu.RUnlock()
 	}
-	n.ioMu.RUnlock()
 	// The open checks what the path holds; no Lstat before it.
 	key, ok := n.key()
 	if !ok {

@@ -23,6 +23,22 @@ type node struct {
 	gofs.Inode
 	srv *Server // read only
 
+	// lastKey is the path a lookup or a rename last gave the node: where
+	// to look for its object once the kernel forgot it (see named).
+	lastKey atomic.Pointer[string]
+	// forgotten: go-fuse dropped the node (OnForget); it never comes
+	// back, a later lookup makes a new node.
+	forgotten atomic.Bool
+	// rare holds what few nodes use, made the first time one needs it
+	// (see rareFields): go-fuse keeps a node for every inode the kernel
+	// references, so the common node stays small. Set once.
+	rare atomic.Pointer[nodeRare]
+}
+
+// nodeRare is what a node needs once a name of its was unlinked,
+// replaced or given to another node, or once it was opened in
+// passthrough mode.
+type nodeRare struct {
 	// ioMu: reads and writes hold it shared while they use pin, setting
 	// or closing it hold it exclusively.
 	ioMu sync.RWMutex
@@ -36,14 +52,17 @@ type node struct {
 	gone fs.FileInfo
 	// next is the node a lookup gave this node's name to (see key).
 	next atomic.Pointer[node]
-	// lastKey is the path a lookup or a rename last gave the node: where
-	// to look for its object once the kernel forgot it (see named).
-	lastKey atomic.Pointer[string]
-	// forgotten: go-fuse dropped the node (OnForget); it never comes
-	// back, a later lookup makes a new node.
-	forgotten atomic.Bool
 
 	io passthrough.Node // passthrough mode: the node's open files
+}
+
+// rareFields returns n's rare fields, made if it had none yet.
+func (n *node) rareFields() *nodeRare {
+	if r := n.rare.Load(); r != nil {
+		return r
+	}
+	n.rare.CompareAndSwap(nil, new(nodeRare))
+	return n.rare.Load()
 }
 
 var (

@@ -45,7 +45,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 		}
 	}
 	n.srv.retried(ctx, n)
-	id, flags, errno := n.srv.pt.Open(&n.io, backing, n.StableAttr().Gen > 0, func() { n.srv.moveAway(ctx, n) })
+	id, flags, errno := n.srv.pt.Open(&n.rareFields().io, backing, n.StableAttr().Gen > 0, func() { n.srv.moveAway(ctx, n) })
 	if errno != 0 {
 		return nil, 0, errno
 	}
@@ -102,7 +102,7 @@ func callerPid(ctx context.Context) uint32 {
 }
 
 // released counts h's file closed by the kernel.
-func (h *openFile) released() { h.n.srv.pt.Release(&h.n.io, h.backing) }
+func (h *openFile) released() { h.n.srv.pt.Release(&h.n.rareFields().io, h.backing) }
 
 // cancelOf is the request's cancel channel: it names the request while
 // it runs, linking a node's open to go-fuse's reply (see rawFS.opened),

@@ -20,26 +20,34 @@ var errNotPinned = errors.New("not pinned")
 
 // pinned runs fn on n's pinned handle; errNotPinned when there is none.
 func (n *node) pinned(fn func(afero.File) (fs.FileInfo, error)) (fs.FileInfo, error) {
-	n.ioMu.RLock()
-	defer n.ioMu.RUnlock()
-	if n.pin == nil {
+	r := n.rare.Load()
+	if r == nil {
 		return nil, errNotPinned
 	}
-	return fn(n.pin)
+	r.ioMu.RLock()
+	defer r.ioMu.RUnlock()
+	if r.pin == nil {
+		return nil, errNotPinned
+	}
+	return fn(r.pin)
 }
 
 // holdsPin reports whether n has a pinned handle.
 func (n *node) holdsPin() bool {
-	n.ioMu.RLock()
-	defer n.ioMu.RUnlock()
-	return n.pin != nil
+	r := n.rare.Load()
+	if r == nil {
+		return false
+	}
+	r.ioMu.RLock()
+	defer r.ioMu.RUnlock()
+	return r.pin != nil
 }
 
 // pinChild keeps the file at name in directory n reachable while its
 // name is unlinked or replaced through the mount (a process may have it
 // open: the kernel does not say), and returns what undoes that if the
 // change fails. A file with other names stays reachable by them. A
-// directory keeps its attributes (see node.gone).
+// directory keeps its attributes (see nodeRare.gone).
 func (n *node) pinChild(name string) (undo func()) {
 	undo = func() {}
 	in := n.GetChild(name)
@@ -56,10 +64,11 @@ func (n *node) pinChild(name string) (undo func()) {
 		return undo
 	}
 	if mode == syscall.S_IFDIR {
-		c.ioMu.Lock()
-		defer c.ioMu.Unlock()
-		c.gone = fi
-		return func() { c.ioMu.Lock(); c.gone = nil; c.ioMu.Unlock() }
+		r := c.rareFields()
+		r.ioMu.Lock()
+		defer r.ioMu.Unlock()
+		r.gone = fi
+		return func() { r.ioMu.Lock(); r.gone = nil; r.ioMu.Unlock() }
 	}
 	if a, ok := fi.Sys().(*overlay.Attr); ok && a.Nlink > 1 {
 		return undo
@@ -89,13 +98,14 @@ func (n *node) pinAt(key string) (undo func()) {
 	if err != nil {
 		return func() {}
 	}
-	n.ioMu.Lock()
-	defer n.ioMu.Unlock()
-	if n.pin != nil {
+	r := n.rareFields()
+	r.ioMu.Lock()
+	defer r.ioMu.Unlock()
+	if r.pin != nil {
 		f.Close()
 		return func() {}
 	}
-	n.pin = f
+	r.pin = f
 	n.srv.nodes.Hold(n, true)
 	return func() { n.unpin(f) }
 }
@@ -103,18 +113,26 @@ func (n *node) pinAt(key string) (undo func()) {
 // goneInfo is what n's directory was when its name went (see gone);
 // nil if it was no such directory.
 func (n *node) goneInfo() fs.FileInfo {
-	n.ioMu.RLock()
-	defer n.ioMu.RUnlock()
-	return n.gone
+	r := n.rare.Load()
+	if r == nil {
+		return nil
+	}
+	r.ioMu.RLock()
+	defer r.ioMu.RUnlock()
+	return r.gone
 }
 
 // unpin closes n's pinned handle if it is f (nil: whichever it is).
 func (n *node) unpin(f afero.File) {
-	n.ioMu.Lock()
-	defer n.ioMu.Unlock()
-	if n.pin != nil && (f == nil || n.pin == f) {
-		n.pin.Close()
-		n.pin = nil
+	r := n.rare.Load()
+	if r == nil {
+		return
+	}
+	r.ioMu.Lock()
+	defer r.ioMu.Unlock()
+	if r.pin != nil && (f == nil || r.pin == f) {
+		r.pin.Close()
+		r.pin = nil
 		n.srv.nodes.Hold(n, false)
 	}
 }
