@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 )
@@ -56,7 +57,7 @@ func TestMemoryBounded(t *testing.T) {
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			n := nodeCount(m.srv)
+			n := nodeCount(m.srv, nil)
 			if n < 1000 || time.Now().After(deadline) {
 				return n
 			}
@@ -65,7 +66,10 @@ func TestMemoryBounded(t *testing.T) {
 	}
 
 	walk()
-	held := nodeCount(m.srv)
+	held := nodeCount(m.srv, nil)
+	if rare := nodeCount(m.srv, func(n *node) bool { return n.rare.Load() != nil }); rare > 0 {
+		t.Errorf("%d of %d nodes made their rare fields during a walk", rare, held)
+	}
 	heapHeld, rssHeld := memory(t)
 	if held < dirs*perDir/2 {
 		t.Logf("the kernel holds only %d nodes after the walk", held)
@@ -89,6 +93,16 @@ func TestMemoryBounded(t *testing.T) {
 	}
 }
 
+// TestNodeSmall: go-fuse keeps a node for every inode the kernel
+// references, so draftfs's own fields in it stay few; what few nodes
+// use lives in nodeRare.
+func TestNodeSmall(t *testing.T) {
+	own := unsafe.Sizeof(node{}) - unsafe.Sizeof(gofs.Inode{})
+	if own > 32 {
+		t.Errorf("a node holds %d bytes besides go-fuse's Inode, want at most 32", own)
+	}
+}
+
 // memory returns the live heap after a collection and the resident set.
 func memory(t *testing.T) (heap, rss uint64) {
 	t.Helper()
@@ -108,14 +122,17 @@ func memory(t *testing.T) (heap, rss uint64) {
 	return ms.HeapInuse, rss
 }
 
-// nodeCount counts the nodes the kernel holds and go-fuse keeps for it.
-func nodeCount(s *Server) int {
+// nodeCount counts the nodes the kernel holds and go-fuse keeps for it
+// that which accepts (nil: all).
+func nodeCount(s *Server, which func(*node) bool) int {
 	count := 0
 	todo := []*gofs.Inode{&s.root.Inode}
 	for len(todo) > 0 {
 		in := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		count++
+		if which == nil || which(in.Operations().(*node)) {
+			count++
+		}
 		for _, ch := range in.Children() {
 			todo = append(todo, ch)
 		}
