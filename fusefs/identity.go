@@ -92,7 +92,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	s.fill(out, fi)
 	ino := inoOf(fi)
 	if fi.IsDir() {
-		if c := s.renumberedChild(parent, path.Base(key), ino); c != nil {
+		if c := renumberedChild(parent, path.Base(key), ino); c != nil {
 			return c
 		}
 	}
@@ -131,7 +131,6 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 // drops it. Its pinned handle goes with it.
 func (n *node) OnForget() {
 	n.forgotten.Store(true)
-	n.srv.renumbered.Delete(&n.Inode)
 	n.unpin(nil)
 	// Its followers now follow the node it followed, for pinChild.
 	n.srv.nodes.Forget(n, n.Next())

@@ -200,7 +200,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 		// A disk file with several names got a draft inode of its own
 		// to link: the kernel must look its old name up again. That
 		// takes the directory lock the kernel holds now: not from here.
-		go n.srv.invalidateEntry(from, false)
+		go n.srv.invalidateEntry(from)
 	}
 	n.srv.linksChanged(&tn.Inode)
 	return n.srv.newChild(ctx, &n.Inode, to, fi, &out.Attr), 0

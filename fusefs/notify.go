@@ -33,17 +33,13 @@ func (s *Server) apply(c overlay.Change) {
 	case overlay.ChangeWrite, overlay.ChangeAttr:
 		s.invalidateNode(c.Path)
 	case overlay.ChangeRename:
-		s.invalidateEntry(c.From, false)
-		s.invalidateEntry(c.Path, false)
+		s.invalidateEntry(c.From)
+		s.invalidateEntry(c.Path)
 		s.moveNode(c.From, c.Path)
-	case overlay.ChangeCommit, overlay.ChangeUndo:
-		// The view's objects stay, but a directory the draft made
-		// gets the disk's inode number (or, undone, a draft one).
-		s.invalidateEntry(c.Path, true)
 	default:
-		// Creates, removals, discards, buffers and disk changes may
-		// change what a name denotes.
-		s.invalidateEntry(c.Path, false)
+		// Creates, removals, commits, discards, undos, buffers and
+		// disk changes may change what a name denotes.
+		s.invalidateEntry(c.Path)
 	}
 }
 
@@ -60,9 +56,8 @@ func (s *Server) invalidateNode(key string) {
 // invalidateEntry drops the kernel's entry for key (so the next access
 // looks it up again), the node's attributes and pages, and the parent's
 // attributes and listing. A directory that key still names keeps its
-// entry (see keepsEntry); renumbered: also when the directory there now
-// has another inode number.
-func (s *Server) invalidateEntry(key string, renumbered bool) {
+// entry (see keepsEntry).
+func (s *Server) invalidateEntry(key string) {
 	in := nodes.At(&s.root.Inode, key)
 	if in != nil {
 		in.NotifyContent(0, 0)
@@ -70,7 +65,7 @@ func (s *Server) invalidateEntry(key string, renumbered bool) {
 	if key == "" {
 		return
 	}
-	if in != nil && s.keepsEntry(in, key, renumbered) {
+	if in != nil && s.keepsEntry(in, key) {
 		if _, parent := in.Parent(); parent != nil {
 			parent.NotifyContent(0, 0)
 		}
@@ -125,7 +120,7 @@ func (s *Server) invalidateAll() {
 			if k.key != "" {
 				key = k.key + "/" + name
 			}
-			if !s.keepsEntry(ch, key, false) {
+			if !s.keepsEntry(ch, key) {
 				k.in.NotifyEntry(name)
 			}
 			todo = append(todo, known{ch, key})
@@ -135,16 +130,15 @@ func (s *Server) invalidateAll() {
 
 // keepsEntry says whether the kernel may keep its entry for key, the
 // name of directory node in: key still names in's directory, as a
-// lookup would answer (renumbered: still names a directory, which a
-// commit or undo gave another inode number; in serves it by its path,
-// with its own number, as it does any replacement). Dropping a
-// directory's entry unhashes it in the kernel even while a process has
-// it as its working directory, and getcwd there then fails with ENOENT,
-// so a directory whose attributes or listing changed keeps its entry,
-// and only those are dropped. Files are not looked at: their entries
-// are dropped unasked, as that costs the invalidation no lookup in the
+// lookup would answer, or a directory whose number moved between the
+// draft's range and the disk's (see renumbered). Dropping a directory's
+// entry unhashes it in the kernel even while a process has it as its
+// working directory, and getcwd there then fails with ENOENT, so a
+// directory whose attributes or listing changed keeps its entry, and
+// only those are dropped. Files are not looked at: their entries are
+// dropped unasked, as that costs the invalidation no lookup in the
 // engine.
-func (s *Server) keepsEntry(in *gofs.Inode, key string, renumbered bool) bool {
+func (s *Server) keepsEntry(in *gofs.Inode, key string) bool {
 	if !in.IsDir() {
 		return false
 	}
@@ -152,36 +146,25 @@ func (s *Server) keepsEntry(in *gofs.Inode, key string, renumbered bool) bool {
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	ino := inoOf(fi)
-	if s.stable(fi) == in.StableAttr() {
-		return true
-	}
-	// The disk's event of a commit's mkdir may come before the commit's
-	// own change (a directory the draft made now has a disk number) or
-	// after it.
-	was := in.StableAttr().Ino
-	if renumbered || s.renumberedTo(in) == ino || overlay.DraftIno(was) && !overlay.DraftIno(ino) {
-		s.renumbered.Store(in, ino)
-		return true
-	}
-	return false
+	return s.stable(fi) == in.StableAttr() || renumbered(in.StableAttr().Ino, inoOf(fi))
 }
 
-// renumberedTo is the inode number a commit or undo gave the directory
-// that node in serves, 0 when none did.
-func (s *Server) renumberedTo(in *gofs.Inode) uint64 {
-	if v, ok := s.renumbered.Load(in); ok {
-		return v.(uint64)
-	}
-	return 0
+// renumbered says whether a directory with number was, now ino, is
+// the view's same directory renumbered: one the draft made that a
+// commit gave the disk's number, or one the draft took back from the
+// disk (an undo, a disk directory removed under draft files). In the
+// view it never went; its node serves it by its path with its old
+// number. A disk directory replaced by another on disk is not.
+func renumbered(was, ino uint64) bool {
+	return overlay.DraftIno(was) != overlay.DraftIno(ino)
 }
 
-// renumberedChild is parent's child name when it serves a directory a
-// commit or undo gave inode number ino: lookups and listings keep it,
-// as a new node would make the kernel drop the entry keepsEntry kept.
-func (s *Server) renumberedChild(parent *gofs.Inode, name string, ino uint64) *gofs.Inode {
+// renumberedChild is parent's child name when it serves the directory
+// now numbered ino, renumbered: lookups and listings keep it, as a new
+// node would make the kernel drop the entry keepsEntry kept.
+func renumberedChild(parent *gofs.Inode, name string, ino uint64) *gofs.Inode {
 	c := parent.GetChild(name)
-	if c == nil || s.renumberedTo(c) != ino {
+	if c == nil || !c.IsDir() || !renumbered(c.StableAttr().Ino, ino) {
 		return nil
 	}
 	return c

@@ -90,9 +90,6 @@ type Server struct {
 	files   sync.Map // file handle number → *openFile
 
 	nodes nodes.Table[*node] // which node stands for which object
-	// renumbered: directory node (*gofs.Inode) → the inode number a
-	// commit or undo gave the directory it serves (see keepsEntry)
-	renumbered sync.Map
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
