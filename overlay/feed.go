@@ -171,11 +171,17 @@ func (f *feed) unsubscribe(s *Subscription) {
 // notification for each node of the tree it was reading, after which
 // every lookup misses.
 func (f *feed) publishPaced(changes []Change) {
-	deadline := time.Now().Add(paceTimeout)
+	deadline := time.NewTimer(paceTimeout)
+	defer deadline.Stop()
 	for len(changes) > 0 {
 		n := min(len(changes), feedQueue/2)
-		for !f.room(n) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+	wait:
+		for progress := f.full(n); progress != nil; progress = f.full(n) {
+			select {
+			case <-progress:
+			case <-deadline.C:
+				break wait
+			}
 		}
 		f.publish(changes[:n]...)
 		changes = changes[n:]
@@ -186,17 +192,25 @@ func (f *feed) publishPaced(changes []Change) {
 // subscribers that fall behind.
 const paceTimeout = 2 * time.Second
 
-// room reports whether every followed subscriber's queue has room for
-// n more changes.
-func (f *feed) room(n int) bool {
+// full returns the progress channel (see Subscription.Applied) of a
+// followed subscriber whose queue has no room for n more changes, nil
+// when every one has. The channel is taken before the queue is
+// measured, so progress after the measure closes it.
+func (f *feed) full(n int) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for s := range f.subs {
-		if s.followed && len(s.ch)+n > cap(s.ch) {
-			return false
+		if !s.followed {
+			continue
+		}
+		s.mu.Lock()
+		progress := s.progress
+		s.mu.Unlock()
+		if len(s.ch)+n > cap(s.ch) {
+			return progress
 		}
 	}
-	return true
+	return nil
 }
 
 func (f *feed) publish(changes ...Change) {
