@@ -163,13 +163,18 @@ type Attrs struct {
 // symlink. A lower file is copied up first; a lower directory gets a
 // draft entry whose content still shows through.
 func (f *Fs) Setattr(name string, a Attrs) error {
-	_, err := f.SetattrStat(name, a)
+	_, err := f.setattr(name, a, false)
 	return err
 }
 
 // SetattrStat is Setattr returning what Lstat of name gives right after
 // the change, read with it (a FUSE SETATTR's reply carries it).
 func (f *Fs) SetattrStat(name string, a Attrs) (fs.FileInfo, error) {
+	return f.setattr(name, a, true)
+}
+
+// setattr is Setattr, and SetattrStat when stat.
+func (f *Fs) setattr(name string, a Attrs, stat bool) (fs.FileInfo, error) {
 	key := clean(name)
 	d := f.d
 	d.mu.Lock()
@@ -184,7 +189,7 @@ func (f *Fs) SetattrStat(name string, a Attrs) (fs.FileInfo, error) {
 		// restore both on every file they make) changes nothing but
 		// the ctime: nothing is copied up or logged.
 		d.touchLocked(key, p)
-		fi, err = d.describe(key, d.peek(key))
+		fi, err = d.describeIf(stat, key)
 		d.mu.Unlock()
 		// Its ctime moved: what front ends cache of its attributes goes.
 		d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: ChangeAttr, Source: f.src})
@@ -215,7 +220,7 @@ func (f *Fs) SetattrStat(name string, a Attrs) (fs.FileInfo, error) {
 		d.mu.Unlock()
 		return nil, err
 	}
-	fi, err = d.describe(key, d.peek(key))
+	fi, err = d.describeIf(stat, key)
 	d.mu.Unlock()
 	kind := ChangeAttr
 	if a.Size != nil {
@@ -223,6 +228,15 @@ func (f *Fs) SetattrStat(name string, a Attrs) (fs.FileInfo, error) {
 	}
 	d.w.feed.publish(Change{Draft: d.name, Path: key, Kind: kind, Source: f.src})
 	return fi, err
+}
+
+// describeIf is describe of key as it is now when stat, else nothing.
+// d.mu is held.
+func (d *Draft) describeIf(stat bool, key string) (fs.FileInfo, error) {
+	if !stat {
+		return nil, nil
+	}
+	return d.describe(key, d.peek(key))
 }
 
 // sameAttrs reports whether a sets only a mode and owner that fi has.
