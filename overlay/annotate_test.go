@@ -92,3 +92,42 @@ func TestAnnotate(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnotateHandleAcrossSteps: what a handle opened in one step writes
+// in the next is that step's change, by the handle's process (two runs
+// at once: one run's step ends while a process of the other, which
+// created the file in the first step, is still writing it).
+func TestAnnotateHandleAcrossSteps(t *testing.T) {
+	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir()})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	cp := d.Fs(SourceMount).As("cp b.txt b2.txt")
+	f, err := cp.Create("b2.txt")
+	must(t, err)
+	defer f.Close()
+	first, err := d.Checkpoint(Author{Source: SourceMount, Name: "sh"}, "run: sh")
+	must(t, err)
+	for range 2 { // the second write coalesces
+		if _, err := f.WriteString("b\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := d.Checkpoint(Author{Source: SourceMount, Name: "sh"}, "run: sh")
+	must(t, err)
+	if first == nil || second == nil {
+		t.Fatalf("checkpoints %v, %v: want two", first, second)
+	}
+	log, err := d.Log()
+	must(t, err)
+	writes := log[first.LogEnd:second.LogEnd]
+	if len(writes) != 1 || writes[0].Op != "write" || writes[0].Path != "b2.txt" || writes[0].By != "cp b.txt b2.txt" {
+		t.Errorf("the second step's log: %+v, want one write of b2.txt by cp", writes)
+	}
+	diffs, err := d.DiffWith(DiffOptions{Annotate: true})
+	must(t, err)
+	want := Annotation{Checkpoint: second.ID, Author: Author{Source: SourceMount, Name: "cp b.txt b2.txt"}}
+	if len(diffs) != 1 || len(diffs[0].Hunks) != 1 || diffs[0].Hunks[0].Annotation == nil || *diffs[0].Hunks[0].Annotation != want {
+		t.Fatalf("diff --annotate: %+v, want one hunk by %+v", diffs, want)
+	}
+}

@@ -53,9 +53,15 @@ type Draft struct {
 	// commit keeps their entries (see runLocked).
 	writers map[uint64]int
 	// lastLog is the path and source of the last change logged, so that
-	// consecutive writes of one file by one source log once.
+	// consecutive writes of one file by one source log once (within a
+	// step of the timeline).
 	lastLog logMark
-	closed  bool
+	// captures counts the timeline's captures of the draft: a handle
+	// open for writing logs its writes again after one (see
+	// dataFile.logged), so that every step's changes are in its part of
+	// the log. Incremented with mu held for reading.
+	captures atomic.Uint64
+	closed   bool
 
 	// filesMu protects the following; lock order d.mu, then filesMu.
 	filesMu sync.Mutex
@@ -224,8 +230,9 @@ func (d *Draft) close() error {
 
 // logMark is a logged change's path and source.
 type logMark struct {
-	path string
-	src  Source
+	path    string
+	src     Source
+	capture uint64 // d.captures when it was logged
 }
 
 // Name is the draft's name.

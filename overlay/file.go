@@ -44,6 +44,9 @@ type dataFile struct {
 	announced atomic.Bool
 	dirty     atomic.Bool
 	writer    bool // counted in d.writers until Close
+	// logged is d.captures when this handle's writes were last logged
+	// (see Draft.captures).
+	logged atomic.Uint64
 }
 
 func (f *dataFile) Name() string { return f.name }
@@ -60,21 +63,53 @@ func (f *dataFile) publish() {
 	f.d.w.feed.publish(Change{Draft: f.d.name, Path: f.key, Kind: ChangeWrite, Source: f.src})
 }
 
+// logAgain logs a write of the handle's file when the timeline captured
+// the draft since its writes were last logged: what it writes now is
+// the next step's change. Called after the write, so that a write the
+// capture may have missed is logged in the next step.
+func (f *dataFile) logAgain() error {
+	d := f.d
+	if !f.writer || f.key == "" || f.logged.Load() == d.captures.Load() {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.captures.Load()
+	if e := d.entries[f.key]; e != nil && e.Ino == f.ino { // else moved or gone: that was logged
+		if err := d.logWriteLocked(f.key, f.src); err != nil {
+			return err
+		}
+	}
+	f.logged.Store(c)
+	return nil
+}
+
 func (f *dataFile) Write(p []byte) (int, error) {
 	f.changed()
-	return f.File.Write(p)
+	n, err := f.File.Write(p)
+	if err == nil {
+		err = f.logAgain()
+	}
+	return n, err
 }
 
 func (f *dataFile) WriteAt(p []byte, off int64) (int, error) {
 	f.changed()
-	return f.File.WriteAt(p, off)
+	n, err := f.File.WriteAt(p, off)
+	if err == nil {
+		err = f.logAgain()
+	}
+	return n, err
 }
 
 func (f *dataFile) WriteString(s string) (int, error) { return f.Write([]byte(s)) }
 
 func (f *dataFile) Truncate(size int64) error {
 	f.changed()
-	return f.File.Truncate(size)
+	if err := f.File.Truncate(size); err != nil {
+		return err
+	}
+	return f.logAgain()
 }
 
 // Sync makes the content and the draft's metadata durable.

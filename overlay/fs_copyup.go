@@ -26,17 +26,7 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 		if !p.n.Data {
 			return 0, pathErr("open", key, syscall.EISDIR)
 		}
-		// A write to a file the draft holds already: logged with its
-		// source, unless the last change logged was this file's by the
-		// same source (consecutive writes coalesce).
-		if d.lastLog != (logMark{path: key, src: src}) {
-			t := &txn{}
-			t.addLog(LogEntry{Op: "write", Path: key, Source: src})
-			if err := d.finish(t); err != nil {
-				return 0, err
-			}
-		}
-		return p.ino, nil
+		return p.ino, d.logWriteLocked(key, src)
 	}
 	fi, err := d.lowerStat(baseOf(key), p.w.lower)
 	if err != nil {
@@ -71,6 +61,19 @@ func (d *Draft) copyUpLocked(key string, p peeked, keep bool, src Source) (uint6
 	t.putInode(ino, &inode{Mode: fi.Mode(), Data: true, Uid: int(fi.attr.Uid), Gid: int(fi.attr.Gid), Xattr: x, Born: born})
 	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
 	return ino, d.finish(t)
+}
+
+// logWriteLocked logs a write of key by src, a file the draft holds
+// already, unless the last change logged in this step of the timeline
+// was this file's by the same source (consecutive writes coalesce).
+// Must be called with d.mu held for writing.
+func (d *Draft) logWriteLocked(key string, src Source) error {
+	if d.lastLog == (logMark{path: key, src: src, capture: d.captures.Load()}) {
+		return nil
+	}
+	t := &txn{}
+	t.addLog(LogEntry{Op: "write", Path: key, Source: src})
+	return d.finish(t)
 }
 
 // copyContent writes a data file with the lower content at lower.

@@ -175,11 +175,14 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 		d.writers[ino]++
 		d.holdFile(ino)
 	}
+	logged := d.captures.Load()
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, writer: true}, nil
+	f := &dataFile{File: fd, name: name, d: d, key: key, ino: ino, src: src, writer: true}
+	f.logged.Store(logged)
+	return f, nil
 }
 
 // createLocked makes a new object at key, which must not exist: mode's
@@ -288,7 +291,7 @@ func (d *Draft) finish(t *txn) error {
 		return err
 	}
 	if n := len(t.log); n > 0 {
-		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source.By(t.log[n-1].By)}
+		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source.By(t.log[n-1].By), capture: d.captures.Load()}
 	}
 	for _, ino := range gone {
 		d.removeData(ino)

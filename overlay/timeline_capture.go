@@ -42,6 +42,7 @@ func (tl *timeline) captureMeta() (*cpState, uint64, error) {
 		logEnd, err = d.st.logLen()
 	}
 	next := d.nextIno
+	d.captures.Add(1)
 	d.mu.RUnlock()
 	if err != nil {
 		return nil, 0, err
