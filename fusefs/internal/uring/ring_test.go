@@ -1,9 +1,10 @@
 package uring
 
 import (
-	"os"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,11 +40,13 @@ head -c 10000 /dev/zero > "$0/file" || exit 1
 func TestRingBlockedRequest(t *testing.T) {
 	fs := &toyFS{ring: true, slow: make(chan struct{}), workers: 1}
 	mnt := toyMount(t, fs, 1)
-	blocked := make(chan error, 1)
-	go func() {
-		_, err := os.Stat(filepath.Join(mnt, "slow"))
-		blocked <- err
-	}()
+	// Other processes make the requests (see TestRingServesRequests).
+	slow := exec.Command("stat", filepath.Join(mnt, "slow"))
+	var slowErr strings.Builder
+	slow.Stderr = &slowErr
+	if err := slow.Start(); err != nil {
+		t.Fatal(err)
+	}
 	// Wait until the slow LOOKUP is in the server.
 	for deadline := time.Now().Add(10 * time.Second); fs.lookups.Load() == 0; {
 		if time.Now().After(deadline) {
@@ -51,15 +54,14 @@ func TestRingBlockedRequest(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	stats := exec.Command("/bin/sh", "-c", `for i in $(seq 100); do stat "$0/file" >/dev/null || exit 1; done`, mnt)
 	done := make(chan error, 1)
 	go func() {
-		for range 100 {
-			if _, err := os.Stat(filepath.Join(mnt, "file")); err != nil {
-				done <- err
-				return
-			}
+		out, err := stats.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, out)
 		}
-		done <- nil
+		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -68,10 +70,11 @@ func TestRingBlockedRequest(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		close(fs.slow)
+		stats.Process.Kill()
 		t.Fatal("stats waited for the blocked request")
 	}
 	close(fs.slow)
-	if err := <-blocked; !os.IsNotExist(err) {
-		t.Fatalf("slow stat: %v", err)
+	if err := slow.Wait(); err == nil || !strings.Contains(slowErr.String(), "No such file") {
+		t.Fatalf("slow stat: %v (%s), want no such file", err, slowErr.String())
 	}
 }
