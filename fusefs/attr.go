@@ -12,6 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/beneath"
 )
@@ -104,7 +105,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 
 // fill sets out from fi.
 func (s *Server) fill(out *fuse.Attr, fi fs.FileInfo) {
-	out.Ino = inoOf(fi)
+	out.Ino = nodes.Ino(fi)
 	out.Size = uint64(fi.Size())
 	out.Mode = beneath.UnixMode(fi.Mode())
 	out.Blksize = 4096
@@ -122,9 +123,6 @@ func (s *Server) fill(out *fuse.Attr, fi fs.FileInfo) {
 	}
 	out.SetTimes(&atime, &mtime, &ctime)
 }
-
-// typeOf is the S_IFMT bits of m.
-func typeOf(m fs.FileMode) uint32 { return beneath.UnixMode(m) & syscall.S_IFMT }
 
 // fileMode is the permission bits of a mode from the kernel.
 func fileMode(mode uint32) fs.FileMode { return beneath.FileMode(mode & 0o7777) }

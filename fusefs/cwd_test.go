@@ -44,7 +44,7 @@ func TestWorkingDirectoryKept(t *testing.T) {
 		settle(t, m)
 		pwd("chmod " + c.rel + " on disk")
 	}
-	m.srv.invalidateAll()
+	m.srv.cache.All()
 	pwd("a feed overflow")
 }
 
@@ -92,7 +92,7 @@ func TestWorkingDirectoryKeptAcrossCommit(t *testing.T) {
 	late := func(after string) {
 		t.Helper()
 		for _, p := range []string{"made", "made/deeper"} {
-			m.srv.apply(overlay.Change{Kind: overlay.ChangeDisk, Path: p, Source: overlay.SourceDisk})
+			m.srv.cache.Apply(overlay.Change{Kind: overlay.ChangeDisk, Path: p, Source: overlay.SourceDisk})
 		}
 		check(after)
 	}

@@ -91,7 +91,8 @@
 // Changes made elsewhere (an editor buffer push, an ACP or MCP write, a
 // commit, a discard, a change on disk) reach the server on the
 // workspace's change feed, and its consumer drops the attributes, pages,
-// entries (failed lookups included) and listings they concern.
+// entries (failed lookups included) and listings they concern (package
+// internal/invalidate decides which).
 //
 // The feed subscription is followed ([overlay.Workspace.SubscribeFollowed]):
 // the control socket answers a request only once every mount applied

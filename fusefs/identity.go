@@ -12,7 +12,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/fusefs/internal/nodes"
-	"github.com/draftfs/draftfs/overlay"
 )
 
 // Identity: which node stands for which object, by path and inode
@@ -73,7 +72,7 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 		}
 		return key, nil, e
 	}
-	if !n.IsRoot() && typeOf(fi.Mode()) != n.StableAttr().Mode {
+	if !n.IsRoot() && nodes.Type(fi.Mode()) != n.StableAttr().Mode {
 		return key, nil, syscall.ENOENT
 	}
 	n.srv.nodes.Claim(n)
@@ -90,9 +89,9 @@ func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
 // retry of an open answered ESTALE gets a fresh node too (see moveAway).
 func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
 	s.fill(out, fi)
-	ino := inoOf(fi)
+	ino := nodes.Ino(fi)
 	if fi.IsDir() {
-		if c := renumberedChild(parent, path.Base(key), ino); c != nil {
+		if c := nodes.RenumberedChild(parent, path.Base(key), ino); c != nil {
 			return c
 		}
 	}
@@ -106,18 +105,18 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 			// new files), which must not read or write the pinned one.
 			s.nodes.Replace(known.StableAttr())
 		case ok && kkey != key:
-			if kfi, err := s.fsys.Lstat(kkey); err != nil || inoOf(kfi) != ino {
+			if kfi, err := s.fsys.Lstat(kkey); err != nil || nodes.Ino(kfi) != ino {
 				s.nodes.Replace(known.StableAttr())
 			}
 		}
 	}
-	sa := s.stable(fi)
+	sa := s.nodes.Stable(fi)
 	_, name := nodes.Split(key)
 	old := parent.GetChild(name)
 	in := parent.NewInode(ctx, &node{srv: s}, sa)
 	// Recorded once go-fuse set it up: others read its identity.
 	n := in.Operations().(*node)
-	n.lastKey.Store(&key)
+	n.setKey(key)
 	var o *node
 	took := old != nil && old != in && old.StableAttr().Mode == sa.Mode
 	if took {
@@ -150,6 +149,9 @@ func (n *node) Next() *node {
 	return nil
 }
 
+// setKey records the path key a lookup or a rename gave n.
+func (n *node) setKey(key string) { n.lastKey.Store(&key) }
+
 // LastKey is the path a lookup or a rename last gave n (for
 // nodes.Table).
 func (n *node) LastKey() (string, bool) {
@@ -157,22 +159,4 @@ func (n *node) LastKey() (string, bool) {
 		return *k, true
 	}
 	return "", false
-}
-
-// stable is the identity of fi's object for go-fuse.
-func (s *Server) stable(fi fs.FileInfo) gofs.StableAttr {
-	ino := inoOf(fi)
-	return gofs.StableAttr{Mode: typeOf(fi.Mode()), Ino: ino, Gen: s.nodes.Gen(ino)}
-}
-
-// inoOf is the inode number the kernel gets for fi's object.
-func inoOf(fi fs.FileInfo) uint64 {
-	a, ok := fi.Sys().(*overlay.Attr)
-	if !ok {
-		return 0
-	}
-	if a.Ino == ^uint64(0) { // reserved by go-fuse
-		return a.Ino - 1
-	}
-	return a.Ino
 }

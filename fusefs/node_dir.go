@@ -12,6 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/beneath"
 )
@@ -109,20 +110,6 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	return 0
 }
 
-// linksChanged drops the attributes the kernel caches for the twins of
-// in (see nodes.Table.TwinsOf), whose link count or ctime changed through in: the
-// kernel updates in's own.
-func (s *Server) linksChanged(ins ...*gofs.Inode) {
-	for _, in := range ins {
-		if in == nil {
-			continue
-		}
-		for _, t := range s.nodes.TwinsOf(in.Operations().(*node)) {
-			t.NotifyContent(-1, 0)
-		}
-	}
-}
-
 // Rmdir implements NodeRmdirer.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	key, ok := n.childKey(name)
@@ -169,9 +156,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return n.srv.errno("rename", err)
 	}
 	if moved != nil {
-		moved.Operations().(*node).lastKey.Store(&to)
+		moved.Operations().(*node).setKey(to)
 		if rf&overlay.RenameExchange != 0 && replaced != nil {
-			replaced.Operations().(*node).lastKey.Store(&from)
+			replaced.Operations().(*node).setKey(from)
 		}
 	}
 	n.srv.linksChanged(moved, replaced)
@@ -196,11 +183,11 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err != nil {
 		return nil, n.srv.errno("link", err)
 	}
-	if inoOf(fi) != tn.StableAttr().Ino {
+	if nodes.Ino(fi) != tn.StableAttr().Ino {
 		// A disk file with several names got a draft inode of its own
 		// to link: the kernel must look its old name up again. That
 		// takes the directory lock the kernel holds now: not from here.
-		go n.srv.invalidateEntry(from)
+		go n.srv.cache.Entry(from)
 	}
 	n.srv.linksChanged(&tn.Inode)
 	return n.srv.newChild(ctx, &n.Inode, to, fi, &out.Attr), 0
@@ -265,7 +252,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 			continue // removed since the listing was read
 		}
 		h.last = fi
-		return &fuse.DirEntry{Name: fi.Name(), Mode: beneath.UnixMode(fi.Mode()), Ino: inoOf(fi), Off: uint64(pos + 1)}, 0
+		return &fuse.DirEntry{Name: fi.Name(), Mode: beneath.UnixMode(fi.Mode()), Ino: nodes.Ino(fi), Off: uint64(pos + 1)}, 0
 	}
 }
 

@@ -331,7 +331,7 @@ func TestPassthroughStaleRetry(t *testing.T) {
 			}
 			var f *os.File
 			if err == nil {
-				m.srv.invalidateEntry("f.txt")
+				m.srv.cache.Entry("f.txt")
 				f, err = os.Open(p)
 			}
 			hooked <- opened{f, err}

@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/invalidate"
 	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
 	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
@@ -90,6 +91,7 @@ type Server struct {
 	files   sync.Map // file handle number → *openFile
 
 	nodes nodes.Table[*node] // which node stands for which object
+	cache invalidate.Cache   // read only once Mount set it up
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
@@ -127,6 +129,13 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: workspace root: %w", err)
 	}
 	s.root = &node{srv: s}
+	s.cache = invalidate.Cache{
+		Root:   &s.root.Inode,
+		Draft:  d.Name(),
+		Lstat:  s.fsys.Lstat,
+		Stable: s.nodes.Stable,
+		Moved:  func(in *gofs.Inode, key string) { in.Operations().(*node).setKey(key) },
+	}
 	timeout := cacheTimeout
 	logger := log.New(logWriter(s.logf), "", 0)
 	fopts := &gofs.Options{
@@ -152,7 +161,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
 		NullPermissions: true, // modes are real: 0 means 0
-		RootStableAttr:  &gofs.StableAttr{Ino: inoOf(rootInfo)},
+		RootStableAttr:  &gofs.StableAttr{Ino: nodes.Ino(rootInfo)},
 		Logger:          logger,
 	}
 	// Subscribe before serving, so no change after the first request
@@ -227,10 +236,10 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		}
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(mp, &st); err != nil || st.Ino != inoOf(rootInfo) {
+	if err := syscall.Stat(mp, &st); err != nil || st.Ino != nodes.Ino(rootInfo) {
 		s.Unmount()
 		if err == nil {
-			err = fmt.Errorf("it shows inode %d, not the workspace root's %d", st.Ino, inoOf(rootInfo))
+			err = fmt.Errorf("it shows inode %d, not the workspace root's %d", st.Ino, nodes.Ino(rootInfo))
 		}
 		return nil, fmt.Errorf("fusefs: mount %s does not answer: %v", mp, err)
 	}

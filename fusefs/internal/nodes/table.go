@@ -5,7 +5,9 @@
 // each inode number, the node go-fuse most likely keeps for it, the
 // twins (nodes of replaced generations the kernel still knows), which
 // nodes follow which (a lookup gave one's name to another), and which
-// hold a pinned handle; and which node go-fuse's tree holds at a path.
+// hold a pinned handle; which node go-fuse's tree holds at a path; and
+// the identity go-fuse gives an engine object ([Table.Stable]), and
+// which directories a commit or an undo only renumbered ([Renumbered]).
 // It is FUSE-specific (the kernel caches per node, and a node's
 // identity is its inode number and generation), but it translates no
 // request: package fusefs consults it from its node methods, and its
