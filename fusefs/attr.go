@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/draftfs/draftfs/fusefs/internal/nodes"
+	"github.com/draftfs/draftfs/fusefs/internal/pins"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/beneath"
 )
@@ -25,9 +26,12 @@ import (
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	_, fi, errno := n.current()
 	if errno != 0 {
-		var err error
-		if fi, err = n.pinned(func(f afero.File) (fs.FileInfo, error) { return f.Stat() }); err != nil {
-			if fi = n.goneInfo(); fi == nil {
+		err := n.slot().Use(func(f afero.File) (err error) {
+			fi, err = f.Stat()
+			return err
+		})
+		if err != nil {
+			if fi = n.slot().Gone(); fi == nil {
 				return errno
 			}
 		}
@@ -68,13 +72,14 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		if a.Size == nil || a.Mode != nil || a.Uid != nil || a.Gid != nil || a.Atime != nil || a.Mtime != nil {
 			return errno
 		}
-		fi, err := n.pinned(func(f afero.File) (fs.FileInfo, error) {
-			if err := f.Truncate(*a.Size); err != nil {
-				return nil, err
+		var fi fs.FileInfo
+		err := n.slot().Use(func(f afero.File) (err error) {
+			if err = f.Truncate(*a.Size); err == nil {
+				fi, err = f.Stat()
 			}
-			return f.Stat()
+			return err
 		})
-		if errors.Is(err, errNotPinned) {
+		if errors.Is(err, pins.ErrNotPinned) {
 			return errno
 		}
 		if err != nil {

@@ -45,7 +45,8 @@
 // says when a file is closed, and a handle left open for writing would
 // keep its file in the draft across a commit). Unlinking or renaming
 // over a file through the mount first pins the object: an engine handle
-// ([overlay.Fs.Hold]) kept until the kernel forgets the node, so
+// ([overlay.Fs.Hold]) kept until the kernel forgets the node (package
+// internal/pins), so
 // descriptors still open on it keep reading and writing what it held;
 // the first write through it copies a disk file or an editor's text up
 // into the draft, with no name once the name went, as the disk and the
@@ -121,9 +122,10 @@
 //
 // # Locking
 //
-// node.rare.ioMu protects a node's pinned handle: I/O holds it shared,
-// pinning and unpinning exclusively; it is never held across a kernel
-// notification, and a goroutine holds one node's at a time.
+// node.rare.pin's lock (pins.Slot) protects a node's pinned handle: I/O
+// holds it shared, pinning and unpinning exclusively; it is never held
+// across a kernel notification, and a goroutine holds one node's at a
+// time.
 // node.rare.io's lock (passthrough.Node) protects a node's counts of
 // open files in passthrough mode, and is held while registering or
 // closing its backing file (an ioctl on the FUSE device, not a
@@ -132,10 +134,10 @@
 // follower and pinned-node tables. go-fuse's Inode.mu is taken inside
 // all of them, by its own methods (GetChild, NewInode, Parent).
 //
-// Lock order, outermost first: node.rare.ioMu, node.rare.io's lock, the
+// Lock order, outermost first: node.rare.pin's, node.rare.io's, the
 // nodes table's, Inode.mu; the retry marks' lock (passthrough.Retries)
 // is taken inside any of them. The engine's locks (see package overlay;
-// a held handle's included) are taken inside node.rare.ioMu and never
+// a held handle's included) are taken inside node.rare.pin's and never
 // around a call into this package. Which node go-fuse dropped comes
 // from OnForget (node.forgotten), not from the deprecated
 // Inode.Forgotten.

@@ -35,7 +35,7 @@ func (n *node) named() (*node, string, bool) {
 	if key, ok := nodes.Path(&n.Inode); ok {
 		return n, key, true
 	}
-	if n.holdsPin() || n.goneInfo() != nil {
+	if n.slot().Holds() || n.slot().Gone() != nil {
 		return nil, "", false // its last name went through the mount
 	}
 	return n.srv.nodes.Successor(n)
@@ -99,7 +99,7 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 	if ok && !known.forgotten.Load() && known.StableAttr().Gen == s.nodes.Gen(ino) {
 		kkey, ok := known.key()
 		switch {
-		case !ok && known.holdsPin():
+		case !ok && known.slot().Holds():
 			// Its object was unlinked through the mount: the disk gave
 			// the inode number to another file since (a commit writes
 			// new files), which must not read or write the pinned one.

@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/afero"
 
+	"github.com/draftfs/draftfs/fusefs/internal/pins"
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -153,13 +154,8 @@ func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64
 // commit (see overlay.Draft.Commit), so none stays open; reads are
 // rare, as the kernel keeps pages.
 func (n *node) use(ctx context.Context, op string, write bool, fn func(afero.File) error) syscall.Errno {
-	if r := n.rare.Load(); r != nil {
-		r.ioMu.RLock()
-		if r.pin != nil {
-			defer r.ioMu.RUnlock()
-			return n.srv.errno(op, fn(r.pin))
-		}
-		r.ioMu.RUnlock()
+	if err := n.slot().Use(fn); !errors.Is(err, pins.ErrNotPinned) {
+		return n.srv.errno(op, err)
 	}
 	// The open checks what the path holds; no Lstat before it.
 	key, ok := n.key()

@@ -4,16 +4,14 @@ package fusefs
 
 import (
 	"context"
-	"io/fs"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/spf13/afero"
 
 	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
+	"github.com/draftfs/draftfs/fusefs/internal/pins"
 )
 
 // node is one file, directory or symlink of the merged view as the
@@ -39,17 +37,11 @@ type node struct {
 // replaced or given to another node, or once it was opened in
 // passthrough mode.
 type nodeRare struct {
-	// ioMu: reads and writes hold it shared while they use pin, setting
-	// or closing it hold it exclusively.
-	ioMu sync.RWMutex
-	// pin is the object's handle once its name was unlinked or replaced
-	// through the mount while the kernel may still have it open: the
-	// only way left to it (see pinChild). Kept until the kernel forgets
-	// the node.
-	pin afero.File
-	// gone: a directory's attributes when its name was removed or
-	// replaced through the mount, for descriptors still open on it.
-	gone fs.FileInfo
+	// pin is what the node keeps of its object once the object's name
+	// was unlinked or replaced through the mount while the kernel may
+	// still have it open (see pinChild), until the kernel forgets the
+	// node.
+	pin pins.Slot
 	// next is the node a lookup gave this node's name to (see key).
 	next atomic.Pointer[node]
 
