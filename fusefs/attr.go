@@ -26,12 +26,12 @@ import (
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	_, fi, errno := n.current()
 	if errno != 0 {
-		err := n.slot().Use(func(f afero.File) (err error) {
+		err := n.Slot().Use(func(f afero.File) (err error) {
 			fi, err = f.Stat()
 			return err
 		})
 		if err != nil {
-			if fi = n.slot().Gone(); fi == nil {
+			if fi = n.Slot().Gone(); fi == nil {
 				return errno
 			}
 		}
@@ -73,7 +73,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			return errno
 		}
 		var fi fs.FileInfo
-		err := n.slot().Use(func(f afero.File) (err error) {
+		err := n.Slot().Use(func(f afero.File) (err error) {
 			if err = f.Truncate(*a.Size); err == nil {
 				fi, err = f.Stat()
 			}

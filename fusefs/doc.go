@@ -29,8 +29,9 @@
 // undo renumbered (a directory the draft made that is now the disk's,
 // and back): the kernel unhashes a directory whose entry is dropped even
 // where it is a process's working directory, and getcwd there fails.
-// Such a directory shows the number it had until the kernel forgets it. Package internal/nodes keeps the table of
-// generations, twins and followers.
+// Such a directory shows the number it had until the kernel forgets it.
+// Package internal/nodes keeps the table of generations, twins and
+// followers, and chooses the node a lookup gives.
 //
 // # Opens
 //
@@ -139,6 +140,6 @@
 // is taken inside any of them. The engine's locks (see package overlay;
 // a held handle's included) are taken inside node.rare.pin's and never
 // around a call into this package. Which node go-fuse dropped comes
-// from OnForget (node.forgotten), not from the deprecated
+// from OnForget (nodes.Record.Dropped), not from the deprecated
 // Inode.Forgotten.
 package fusefs

@@ -154,7 +154,7 @@ func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64
 // commit (see overlay.Draft.Commit), so none stays open; reads are
 // rare, as the kernel keeps pages.
 func (n *node) use(ctx context.Context, op string, write bool, fn func(afero.File) error) syscall.Errno {
-	if err := n.slot().Use(fn); !errors.Is(err, pins.ErrNotPinned) {
+	if err := n.Slot().Use(fn); !errors.Is(err, pins.ErrNotPinned) {
 		return n.srv.errno(op, err)
 	}
 	// The open checks what the path holds; no Lstat before it.

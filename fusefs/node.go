@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
 	"github.com/draftfs/draftfs/fusefs/internal/pins"
 )
@@ -21,12 +22,7 @@ type node struct {
 	gofs.Inode
 	srv *Server // read only
 
-	// lastKey is the path a lookup or a rename last gave the node: where
-	// to look for its object once the kernel forgot it (see named).
-	lastKey atomic.Pointer[string]
-	// forgotten: go-fuse dropped the node (OnForget); it never comes
-	// back, a later lookup makes a new node.
-	forgotten atomic.Bool
+	nodes.Record // its path and whether go-fuse dropped it, for the table
 	// rare holds what few nodes use, made the first time one needs it
 	// (see rareFields): go-fuse keeps a node for every inode the kernel
 	// references, so the common node stays small. Set once.

@@ -156,9 +156,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return n.srv.errno("rename", err)
 	}
 	if moved != nil {
-		moved.Operations().(*node).setKey(to)
+		moved.Operations().(*node).SetKey(to)
 		if rf&overlay.RenameExchange != 0 && replaced != nil {
-			replaced.Operations().(*node).setKey(from)
+			replaced.Operations().(*node).SetKey(from)
 		}
 	}
 	n.srv.linksChanged(moved, replaced)

@@ -22,7 +22,7 @@ func (n *node) changedBehind() {
 	for _, t := range n.srv.nodes.TwinsOf(n) {
 		others = append(others, &t.Inode)
 	}
-	if m, _, ok := n.named(); ok {
+	if m, _, ok := n.srv.nodes.Named(n); ok {
 		if name, parent := m.Parent(); parent != nil {
 			if c := parent.GetChild(name); c != nil && c != &n.Inode {
 				others = append(others, c)

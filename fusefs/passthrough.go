@@ -57,7 +57,7 @@ func (n *node) openIO(ctx context.Context, write bool) (*openFile, uint32, sysca
 // openRead opens n's path read-only for an open; nil when n has no path
 // of its own any more (then it is pinned, and read through the server).
 func (n *node) openRead() (afero.File, syscall.Errno) {
-	pinned := n.slot().Holds()
+	pinned := n.Slot().Holds()
 	key, ok := n.key()
 	if pinned || !ok {
 		return nil, 0

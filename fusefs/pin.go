@@ -14,8 +14,9 @@ import (
 // Pins: what keeps a file or directory reachable for descriptors still
 // open on it once its name is unlinked or replaced through the mount.
 
-// slot is n's pin slot; nil when n never needed its rare fields.
-func (n *node) slot() *pins.Slot {
+// Slot is n's pin slot (for nodes.Table); nil when n never needed its
+// rare fields.
+func (n *node) Slot() *pins.Slot {
 	if r := n.rare.Load(); r != nil {
 		return &r.pin
 	}
@@ -82,7 +83,7 @@ func (n *node) pinAt(key string) (undo func()) {
 
 // unpin closes n's pinned handle if it is f (nil: whichever it is).
 func (n *node) unpin(f afero.File) {
-	n.slot().Close(f, func() { n.srv.nodes.Hold(n, false) })
+	n.Slot().Close(f, func() { n.srv.nodes.Hold(n, false) })
 }
 
 // closePins closes the pinned handles of every node.

@@ -134,7 +134,7 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		Draft:  d.Name(),
 		Lstat:  s.fsys.Lstat,
 		Stable: s.nodes.Stable,
-		Moved:  func(in *gofs.Inode, key string) { in.Operations().(*node).setKey(key) },
+		Moved:  func(in *gofs.Inode, key string) { in.Operations().(*node).SetKey(key) },
 	}
 	timeout := cacheTimeout
 	logger := log.New(logWriter(s.logf), "", 0)

@@ -3,7 +3,9 @@
 package nodes
 
 import (
+	"context"
 	"io/fs"
+	"path"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -56,4 +58,69 @@ func RenumberedChild(parent *gofs.Inode, name string, ino uint64) *gofs.Inode {
 		return nil
 	}
 	return c
+}
+
+// Named returns the node whose name n's path is, n or one that took it,
+// with that path; false when the node has no name any more (unlinked
+// while open). A node whose name a lookup gave to another node of its
+// type (the path's object got a new inode number from a commit, or a
+// fresh node from Replace) follows that one, so descriptors open on it
+// keep working.
+func (t *Table[N]) Named(n N) (N, string, bool) {
+	if key, ok := Path(n.EmbeddedInode()); ok {
+		return n, key, true
+	}
+	if n.Slot().Holds() || n.Slot().Gone() != nil {
+		var none N
+		return none, "", false // its last name went through the mount
+	}
+	return t.Successor(n)
+}
+
+// Child returns the node for fi, found at key below parent, made by mk
+// when go-fuse has none for its identity (inode number, type and
+// generation). go-fuse keeps the node it already has and drops the
+// new one, unless the node it has is only known under a name that no
+// longer names its object (moved elsewhere by the engine, as lstat
+// tells): that name may still be in the kernel's cache, and opens
+// through it must not reach the object, so the object gets a fresh
+// node (a new generation) here. With retry (the retry of an open
+// answered ESTALE) it gets a fresh node too. A directory a commit or
+// an undo renumbered keeps its node (see Renumbered).
+func (t *Table[N]) Child(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, retry bool, lstat func(string) (fs.FileInfo, error), mk func() N) *gofs.Inode {
+	ino := Ino(fi)
+	if fi.IsDir() {
+		if c := RenumberedChild(parent, path.Base(key), ino); c != nil {
+			return c
+		}
+	}
+	known, ok := t.Known(ino, retry)
+	if ok && !known.Dropped() && known.StableAttr().Gen == t.Gen(ino) {
+		_, kkey, ok := t.Named(known)
+		switch {
+		case !ok && known.Slot().Holds():
+			// Its object was unlinked through the mount: the disk gave
+			// the inode number to another file since (a commit writes
+			// new files), which must not read or write the pinned one.
+			t.Replace(known.StableAttr())
+		case ok && kkey != key:
+			if kfi, err := lstat(kkey); err != nil || Ino(kfi) != ino {
+				t.Replace(known.StableAttr())
+			}
+		}
+	}
+	sa := t.Stable(fi)
+	_, name := Split(key)
+	old := parent.GetChild(name)
+	in := parent.NewInode(ctx, mk(), sa)
+	// Recorded once go-fuse set it up: others read its identity.
+	n := in.Operations().(N)
+	n.SetKey(key)
+	var o N
+	took := old != nil && old != in && old.StableAttr().Mode == sa.Mode
+	if took {
+		o = old.Operations().(N)
+	}
+	t.Added(n, sa, o, took)
+	return in
 }

@@ -16,14 +16,19 @@
 // # Locking
 //
 // Table.mu protects every field. Node methods the table calls
-// (Forgotten, Follow) take no lock of the caller's.
+// (Dropped, Follow) take no lock of the caller's; a node's slot
+// (pins.Slot), whose lock is outside the table's, is read only where
+// Table.mu is not held (Named, Child).
 package nodes
 
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/draftfs/draftfs/fusefs/internal/pins"
 )
 
 // Node is what the table needs of a node.
@@ -31,15 +36,50 @@ type Node[N any] interface {
 	comparable
 	gofs.InodeEmbedder
 	StableAttr() gofs.StableAttr
-	// Forgotten reports whether go-fuse dropped the node (OnForget).
-	Forgotten() bool
+	// Forgotten, LastKey and SetKey: see [Record], which the node
+	// embeds.
+	Dropped() bool
+	LastKey() (string, bool)
+	SetKey(key string)
 	// Follow records that a lookup gave the node's name to n; Next
 	// returns that node (none: the zero N).
 	Follow(n N)
 	Next() N
-	// LastKey is the path a lookup or a rename last gave the node.
-	LastKey() (string, bool)
+	// Slot is what the node keeps once its object's last name went
+	// through the mount (nil: nothing).
+	Slot() *pins.Slot
 }
+
+// Record is what a node keeps of its own for the table: the node type
+// embeds it.
+type Record struct {
+	// lastKey is the path a lookup or a rename last gave the node:
+	// where to look for its object once the kernel forgot it (see
+	// Table.Successor).
+	lastKey atomic.Pointer[string]
+	// dropped: go-fuse dropped the node (OnForget); it never comes
+	// back, a later lookup makes a new node. go-fuse's deprecated
+	// Inode.Forgotten is not used.
+	dropped atomic.Bool
+}
+
+// Dropped reports whether go-fuse dropped the node (see MarkDropped).
+func (r *Record) Dropped() bool { return r.dropped.Load() }
+
+// MarkDropped records that go-fuse dropped the node: its OnForget
+// calls it.
+func (r *Record) MarkDropped() { r.dropped.Store(true) }
+
+// LastKey is the path a lookup or a rename last gave the node.
+func (r *Record) LastKey() (string, bool) {
+	if k := r.lastKey.Load(); k != nil {
+		return *k, true
+	}
+	return "", false
+}
+
+// SetKey records the path key a lookup or a rename gave the node.
+func (r *Record) SetKey(key string) { r.lastKey.Store(&key) }
 
 // MaxHops bounds how far a node follows nodes that took a name in turn.
 const MaxHops = 8
@@ -104,7 +144,7 @@ func (t *Table[N]) Known(ino uint64, fresh bool) (N, bool) {
 func (t *Table[N]) Live(sa gofs.StableAttr) (N, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if k, ok := t.byIno[sa.Ino]; ok && k.StableAttr() == sa && !k.Forgotten() {
+	if k, ok := t.byIno[sa.Ino]; ok && k.StableAttr() == sa && !k.Dropped() {
 		return k, true
 	}
 	var none N
@@ -117,7 +157,7 @@ func (t *Table[N]) Live(sa gofs.StableAttr) (N, bool) {
 func (t *Table[N]) Successor(n N) (N, string, bool) {
 	var none, last N
 	for hops, m := 0, n.Next(); m != none && hops < MaxHops; hops, m = hops+1, m.Next() {
-		if m.Forgotten() {
+		if m.Dropped() {
 			// go-fuse may have made a new node of the same identity
 			// since, which no lookup linked from m.
 			if k, ok := t.Live(m.StableAttr()); ok {
@@ -149,7 +189,7 @@ func (t *Table[N]) Added(n N, sa gofs.StableAttr, old N, took bool) {
 		old.Follow(n)
 		t.followers[n] = append(t.followers[n], old)
 	}
-	if k, ok := t.byIno[sa.Ino]; !ok || k.Forgotten() || k.StableAttr().Gen != sa.Gen {
+	if k, ok := t.byIno[sa.Ino]; !ok || k.Dropped() || k.StableAttr().Gen != sa.Gen {
 		t.setKnown(sa.Ino, n)
 	}
 }
@@ -162,7 +202,7 @@ func (t *Table[N]) Claim(n N) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
-	if k, ok := t.byIno[sa.Ino]; k != n && (!ok || k.StableAttr().Gen <= sa.Gen || k.Forgotten()) {
+	if k, ok := t.byIno[sa.Ino]; k != n && (!ok || k.StableAttr().Gen <= sa.Gen || k.Dropped()) {
 		t.setKnown(sa.Ino, n)
 	}
 }
@@ -173,7 +213,7 @@ func (t *Table[N]) Claim(n N) {
 // pin: its object has no name, and the number may be another's by now.
 // t.mu is held.
 func (t *Table[N]) setKnown(ino uint64, n N) {
-	if k, ok := t.byIno[ino]; ok && k != n && !k.Forgotten() && !t.holds(k) && !slices.Contains(t.twins[ino], k) {
+	if k, ok := t.byIno[ino]; ok && k != n && !k.Dropped() && !t.holds(k) && !slices.Contains(t.twins[ino], k) {
 		t.twins[ino] = append(t.twins[ino], k)
 	}
 	t.byIno[ino] = n
@@ -202,7 +242,7 @@ func (t *Table[N]) TwinsOf(n N) []N {
 		twins = append(twins, k)
 	}
 	for _, m := range twins {
-		if m != n && !m.Forgotten() && !slices.Contains(out, m) {
+		if m != n && !m.Dropped() && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}
@@ -230,7 +270,7 @@ func (t *Table[N]) Forget(n, next N) {
 		}
 	}
 	delete(t.followers, n)
-	if twins := slices.DeleteFunc(t.twins[ino], func(m N) bool { return m == n || m.Forgotten() }); len(twins) > 0 {
+	if twins := slices.DeleteFunc(t.twins[ino], func(m N) bool { return m == n || m.Dropped() }); len(twins) > 0 {
 		t.twins[ino] = twins
 	} else {
 		delete(t.twins, ino)
@@ -257,7 +297,7 @@ func (t *Table[N]) FollowersOf(n N) []N {
 	t.mu.Unlock()
 	return slices.DeleteFunc(all, func(f N) bool {
 		_, named := Path(f.EmbeddedInode())
-		return named || f.Forgotten()
+		return named || f.Dropped()
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/draftfs/draftfs/fusefs/internal/pins"
 )
 
 // fake is a node outside go-fuse's tree: the table never asks it for
@@ -19,10 +21,12 @@ type fake struct {
 }
 
 func (f *fake) StableAttr() gofs.StableAttr { return f.sa }
-func (f *fake) Forgotten() bool             { return f.forgotten }
+func (f *fake) Dropped() bool               { return f.forgotten }
 func (f *fake) Follow(n *fake)              { f.next = n }
 func (f *fake) Next() *fake                 { return f.next }
 func (f *fake) LastKey() (string, bool)     { return "", false }
+func (f *fake) SetKey(string)               {}
+func (f *fake) Slot() *pins.Slot            { return nil }
 
 // TestTwins: a node of a new generation keeps the one it replaced as a
 // twin until that one is forgotten; a node holding a pin is no twin.
