@@ -197,10 +197,14 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 			s.logf("fusefs: io_uring: serving %s over io_uring", mp)
 		}
 	}
-	served := make(chan struct{})
+	served, answered, feedDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(served)
 		serve()
+		close(served) // no request is being served
+		s.closePins()
+		s.sub.Close()
+		<-feedDone
+		close(s.done)
 	}()
 	// The feed's invalidations wait until the mount has answered: the
 	// kernel starts the root with no permissions (mode 0, owner root)
@@ -208,8 +212,6 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// overtook, so an ordinary user's first access, go-fuse's own poll
 	// check in WaitMount, would be refused with EACCES while the
 	// workspace root changes.
-	answered := make(chan struct{})
-	feedDone := make(chan struct{})
 	go func() {
 		defer close(feedDone)
 		select {
@@ -217,13 +219,6 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		case <-served:
 		}
 		s.consume()
-	}()
-	go func() {
-		<-served // no request is being served
-		s.closePins()
-		s.sub.Close()
-		<-feedDone
-		close(s.done)
 	}()
 	if err := srv.WaitMount(); err != nil {
 		s.Unmount()
