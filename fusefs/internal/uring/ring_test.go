@@ -36,7 +36,9 @@ head -c 10000 /dev/zero > "$0/file" || exit 1
 // TestRingBlockedRequest: a request that blocks in the server holds up
 // its own worker only: other requests, from any CPU, are still served,
 // even when the queue started with a single worker (another starts when
-// the last idle one takes a request).
+// the last idle one takes a request). The stats start once that one is
+// registered: a request the kernel queued while its CPU's queue had no
+// free entry waits for an entry to finish its request (see Serve).
 func TestRingBlockedRequest(t *testing.T) {
 	fs := &toyFS{ring: true, slow: make(chan struct{}), workers: 1}
 	mnt := toyMount(t, fs, 1)
@@ -47,10 +49,11 @@ func TestRingBlockedRequest(t *testing.T) {
 	if err := slow.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the slow LOOKUP is in the server.
-	for deadline := time.Now().Add(10 * time.Second); fs.lookups.Load() == 0; {
+	// Wait until the slow LOOKUP is in the server, and its queue has a
+	// worker again.
+	for deadline := time.Now().Add(10 * time.Second); fs.lookups.Load() == 0 || !fs.server.idleEverywhere(); {
 		if time.Now().After(deadline) {
-			t.Fatal("the slow lookup never reached the server")
+			t.Fatalf("the slow lookup never reached the server (%d lookups), or no worker replaced its own", fs.lookups.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}

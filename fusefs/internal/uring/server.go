@@ -138,7 +138,10 @@ type Server struct {
 // go-fuse starts a reader when its last one takes a request: a handler
 // may wait for something that needs another request of the same queue
 // answered (an invalidation waiting for a directory lock that a lookup
-// holds), and with a fixed number of workers that would never come. Once Serve returns
+// holds), and with a fixed number of workers that would never come.
+// The kernel gives a newly registered entry only requests that arrive
+// after it: one queued while its CPU's queue had no free entry waits
+// until an entry of that queue finishes a request. Once Serve returns
 // without error the kernel sends every request but forgets and
 // interrupts over the ring; those still come through read(2), which the
 // caller keeps serving.
@@ -278,13 +281,14 @@ func (s *Server) runWorker(qid uint16, ready chan<- error) {
 	*(*uint64)(unsafe.Pointer(&sqe[16])) = uint64(uintptr(unsafe.Pointer(e.iov)))
 	*(*uint32)(unsafe.Pointer(&sqe[24])) = 2
 	// A registration the kernel accepts completes only when a request
-	// arrives; one it refuses completes at once with the errno.
-	s.idle[qid].Add(1)
+	// arrives; one it refuses completes at once with the errno. The
+	// entry is registered once enter returns: idle counts it from then
+	// (its completions are handled on this thread, after).
 	if err := r.enter(0); err != nil {
-		s.idle[qid].Add(-1)
 		report(err)
 		return
 	}
+	s.idle[qid].Add(1)
 	live := true
 	var regErr error
 	registering := true

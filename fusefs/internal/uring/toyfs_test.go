@@ -29,6 +29,8 @@ type toyFS struct {
 	slow chan struct{}
 	// workers each ring queue starts with; 0: 2
 	workers int
+	// server serves the ring, once toyMount started it
+	server *Server
 }
 
 const (
@@ -141,8 +143,20 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		t.server = rs
 	}
 	return mnt
+}
+
+// idleEverywhere says whether every queue has a worker registered and
+// waiting for a request.
+func (s *Server) idleEverywhere() bool {
+	for i := range s.idle {
+		if s.idle[i].Load() == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mountByHand mounts a FUSE connection at mnt and returns its
