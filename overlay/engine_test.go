@@ -145,11 +145,16 @@ func TestWatchPublishesDiskChanges(t *testing.T) {
 	sub := w.Subscribe()
 	defer sub.Close()
 	must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
-	time.Sleep(50 * time.Millisecond) // the watcher adds the new directory
-	must(t, os.WriteFile(filepath.Join(root, "sub/x"), []byte("x"), 0o644))
-	deadline := time.After(5 * time.Second)
+	// The watcher walks the workspace beside serving and watches a new
+	// directory once it saw it made: a write before then has no event,
+	// so the file is written again until one comes.
+	write := time.NewTicker(100 * time.Millisecond)
+	defer write.Stop()
+	deadline := time.After(10 * time.Second)
 	for {
 		select {
+		case <-write.C:
+			must(t, os.WriteFile(filepath.Join(root, "sub/x"), []byte("x"), 0o644))
 		case c := <-sub.C:
 			if c.Kind == ChangeDisk && c.Path == "sub/x" {
 				return
