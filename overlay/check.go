@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -237,6 +236,19 @@ func (sv *salvage) add(rec *walRecord) {
 	sv.maxSeq = max(sv.maxSeq, rec.Seq)
 }
 
+// stray reports whether the data file e is one no record names (owned
+// has the names records give) and not an empty spare.
+func stray(e fs.DirEntry, owned map[string]bool) bool {
+	if owned[e.Name()] {
+		return false
+	}
+	if _, numbered := parseFileName(e.Name()); numbered {
+		fi, err := e.Info()
+		return err == nil && fi.Size() > 0
+	}
+	return true
+}
+
 // checkData compares records and data files: entries naming no inode,
 // inodes whose content is missing, data files no inode owns.
 func checkData(r *CheckReport, sv *salvage, dir string) {
@@ -247,19 +259,20 @@ func checkData(r *CheckReport, sv *salvage, dir string) {
 				"--repair drops the entry (the path shows what is on disk again)")
 		}
 	}
+	owned := map[string]bool{}
 	for ino, v := range sv.inodes {
 		n, err := decodeInode(inoKey(ino), v)
 		if err != nil || !n.Data {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(dir, "data", dataName(ino))); err != nil {
-			r.problem(filepath.Join(dir, "data", dataName(ino)), -1, "missing: the content of a draft file is lost", "")
+		owned[n.dataName(ino)] = true
+		if _, err := os.Lstat(filepath.Join(dir, "data", n.dataName(ino))); err != nil {
+			r.problem(filepath.Join(dir, "data", n.dataName(ino)), -1, "missing: the content of a draft file is lost", "")
 		}
 	}
 	ents, _ := os.ReadDir(filepath.Join(dir, "data"))
 	for _, e := range ents {
-		ino, err := strconv.ParseUint(e.Name(), 16, 64)
-		if err == nil && sv.inodes[ino] != nil {
+		if !stray(e, owned) {
 			continue
 		}
 		r.problem(filepath.Join(dir, "data", e.Name()), -1, "a data file no record names (the next start collects it)",

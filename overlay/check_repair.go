@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,16 +52,21 @@ func repairDraft(r *CheckReport, sv *salvage, dir string, dbBad bool) error {
 	os.Remove(dbPath + ".old")
 	r.Repaired = append(r.Repaired, fmt.Sprintf("wrote a new draft.db: %d entries, %d inodes, %d commits, %d log entries",
 		len(sv.entries), len(sv.inodes), len(sv.commits), len(sv.log)))
-	named := map[uint64]bool{}
+	owned := map[string]bool{}
 	for _, v := range sv.entries {
-		if e, err := decodeEntry(nil, v); err == nil && e.Ino != 0 {
-			named[e.Ino] = true
+		e, err := decodeEntry(nil, v)
+		if err != nil || e.Ino == 0 {
+			continue
 		}
+		n, err := decodeInode(inoKey(e.Ino), sv.inodes[e.Ino])
+		if err != nil {
+			n = &inode{}
+		}
+		owned[n.dataName(e.Ino)] = true
 	}
 	ents, _ := os.ReadDir(filepath.Join(dir, "data"))
 	for _, e := range ents {
-		ino, err := strconv.ParseUint(e.Name(), 16, 64)
-		if err == nil && named[ino] {
+		if !stray(e, owned) {
 			continue
 		}
 		lost := filepath.Join(dir, "lost+found")

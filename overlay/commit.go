@@ -206,7 +206,7 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 			if d.writers[e.Ino] > 0 {
 				link = copyFile
 			}
-			if err := link(d.dataPath(e.Ino), keep); err != nil {
+			if err := link(d.dataPath(n.dataName(e.Ino)), keep); err != nil {
 				return nil, fmt.Errorf("overlay: commit: keep %q for undo: %w", k, err)
 			}
 		}

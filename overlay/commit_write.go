@@ -81,7 +81,7 @@ func (d *Draft) writeTemp(rec *commitRecord, op *commitOp, syncs map[uint64]int)
 	if op.Blob != "" {
 		src, err = os.Open(d.blobPath(op.Blob))
 	} else {
-		src, err = os.Open(d.dataPath(op.Ino))
+		src, err = os.Open(d.dataPath(rec.Inode[op.Ino].dataName(op.Ino)))
 	}
 	if err != nil {
 		return err

@@ -182,8 +182,9 @@ func (d *Draft) reload() error {
 	return nil
 }
 
-// collectGarbage removes data files no inode owns: left by a crash
-// between creating a file and recording it.
+// collectGarbage removes data files no inode owns (left by a crash
+// between creating a file and recording it), or keeps numbered ones as
+// spares.
 func (d *Draft) collectGarbage() error {
 	dataDir := filepath.Join(d.dir, "data")
 	ents, err := os.ReadDir(dataDir)
@@ -192,14 +193,25 @@ func (d *Draft) collectGarbage() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	owned := map[string]bool{}
+	for ino, n := range d.inodes {
+		if n.Data && d.links[ino] > 0 {
+			owned[n.dataName(ino)] = true
+		}
+	}
 	for _, e := range ents {
-		ino, err := strconv.ParseUint(e.Name(), 16, 64)
-		if err == nil {
-			if n, ok := d.inodes[ino]; ok && n.Data && d.links[ino] > 0 {
-				continue
-			}
+		if owned[e.Name()] {
+			continue
+		}
+		if f, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() && d.spare.keep(f) {
+			continue
 		}
 		os.Remove(filepath.Join(dataDir, e.Name()))
+	}
+	for name := range owned {
+		if f, ok := parseFileName(name); ok {
+			d.spare.seen(f)
+		}
 	}
 	if _, err := d.gcLocked(false); err != nil {
 		return err
@@ -241,32 +253,64 @@ func (d *Draft) Name() string { return d.name }
 // Workspace is the workspace the draft is over.
 func (d *Draft) Workspace() *Workspace { return d.w }
 
-// dataPath is where an inode's content lives.
-func (d *Draft) dataPath(ino uint64) string {
-	return filepath.Join(d.dir, "data", dataName(ino))
+// dataPath is where the data file name lives (see inode.dataName).
+func (d *Draft) dataPath(name string) string {
+	return filepath.Join(d.dir, "data", name)
 }
 
-// dataName is the name of an inode's data file in the data directory.
+// dataName is the name of the data file of an inode numbered ino whose
+// File is 0.
 func dataName(ino uint64) string { return strconv.FormatUint(ino, 16) }
 
-// openData opens an inode's data file (as os.OpenFile would dataPath).
-func (d *Draft) openData(ino uint64, flag int, perm fs.FileMode) (*os.File, error) {
+// dataName is the name of the data file of n, inode number ino.
+func (n *inode) dataName(ino uint64) string {
+	if n.File != 0 {
+		return fileName(n.File)
+	}
+	return dataName(ino)
+}
+
+// byNumber is n as put back under its inode number's name (by an undo or a
+// rewind, which make its data file there).
+func byNumber(n *inode) *inode {
+	if n.File == 0 {
+		return n
+	}
+	c := *n
+	c.File = 0
+	return &c
+}
+
+// dataOf is the name of the data file of draft inode ino, named or
+// orphaned. Must be called with d.mu held (for reading at least).
+func (d *Draft) dataOf(ino uint64) string {
+	if n, ok := d.inodes[ino]; ok {
+		return n.dataName(ino)
+	}
+	d.filesMu.Lock()
+	defer d.filesMu.Unlock()
+	n := d.orphans[ino]
+	return n.dataName(ino)
+}
+
+// openData opens the data file name (as os.OpenFile would its path).
+func (d *Draft) openData(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	for {
-		fd, err := unix.Openat(d.data, dataName(ino), flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		fd, err := unix.Openat(d.data, name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
 		switch err {
 		case nil:
-			return os.NewFile(uintptr(fd), d.dataPath(ino)), nil
+			return os.NewFile(uintptr(fd), d.dataPath(name)), nil
 		case unix.EINTR:
 			continue
 		}
-		return nil, &fs.PathError{Op: "open", Path: d.dataPath(ino), Err: err}
+		return nil, &fs.PathError{Op: "open", Path: d.dataPath(name), Err: err}
 	}
 }
 
-// statData stats an inode's data file.
-func (d *Draft) statData(ino uint64, st *unix.Stat_t) error {
-	if err := unix.Fstatat(d.data, dataName(ino), st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return &fs.PathError{Op: "lstat", Path: d.dataPath(ino), Err: err}
+// statData stats the data file name.
+func (d *Draft) statData(name string, st *unix.Stat_t) error {
+	if err := unix.Fstatat(d.data, name, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "lstat", Path: d.dataPath(name), Err: err}
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func (d *Draft) releaseFile(ino uint64) {
 		d.forgetBirth(ino)
 		if n.Data {
 			// Under filesMu, so no copy-up can take the number meanwhile.
-			d.removeData(ino)
+			d.removeData(ino, n.dataName(ino))
 		}
 	}
 }
@@ -102,10 +102,17 @@ func (d *Draft) inodeOf(ino uint64) (inode, int, bool) {
 	return n, 0, ok
 }
 
-// removeData removes the data file of inode ino, which no name and no
-// handle keeps: it becomes a spare (see spares) or goes.
-func (d *Draft) removeData(ino uint64) {
-	if _, lent := d.lent.LoadAndDelete(ino); lent || d.spare == nil || !d.spare.retire(d.data, dataName(ino)) {
-		os.Remove(d.dataPath(ino))
+// holds reports whether draft inode ino, named or orphaned, has the data
+// file name.
+func (d *Draft) holds(ino uint64, name string) bool {
+	n, _, ok := d.inodeOf(ino)
+	return ok && n.Data && n.dataName(ino) == name
+}
+
+// removeData removes the data file name of inode ino, which no name and
+// no handle keeps: it becomes a spare (see spares) or goes.
+func (d *Draft) removeData(ino uint64, name string) {
+	if _, lent := d.lent.LoadAndDelete(ino); lent || d.spare == nil || !d.spare.retire(d.data, name) {
+		os.Remove(d.dataPath(name))
 	}
 }

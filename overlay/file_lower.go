@@ -88,7 +88,7 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 		_, ok = f.d.namedInode(f.ino)
 	}
 	if ok && n.Data {
-		if data, err := f.d.openData(f.ino, os.O_RDONLY, 0); err == nil {
+		if data, err := f.d.openData(n.dataName(f.ino), os.O_RDONLY, 0); err == nil {
 			f.data = data
 			return data
 		}

@@ -208,7 +208,7 @@ func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*f
 	switch {
 	case n.Data:
 		var st unix.Stat_t
-		if err := d.statData(ino, &st); err != nil {
+		if err := d.statData(n.dataName(ino), &st); err != nil {
 			return nil, &fs.PathError{Op: "lstat", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
 		i.size, i.mtime = st.Size, time.Unix(st.Mtim.Unix())

@@ -78,7 +78,7 @@ func (d *Draft) logWriteLocked(key string, src Source) error {
 
 // copyContent writes a data file with the lower content at lower.
 func (d *Draft) copyContent(ino uint64, lower string, keep bool, mtime time.Time) error {
-	dst, err := os.OpenFile(d.dataPath(ino), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, dataPerm)
+	dst, err := os.OpenFile(d.dataPath(dataName(ino)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, dataPerm)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (d *Draft) copyContent(ino uint64, lower string, keep bool, mtime time.Time
 		return err
 	}
 	if keep {
-		return os.Chtimes(d.dataPath(ino), mtime, mtime)
+		return os.Chtimes(d.dataPath(dataName(ino)), mtime, mtime)
 	}
 	return nil
 }

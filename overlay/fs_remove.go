@@ -303,12 +303,12 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 	}
 	if n.Data {
 		if a.Size != nil {
-			if err := os.Truncate(d.dataPath(ino), *a.Size); err != nil {
+			if err := os.Truncate(d.dataPath(n.dataName(ino)), *a.Size); err != nil {
 				return &fs.PathError{Op: "truncate", Path: "/" + key, Err: errors.Unwrap(err)}
 			}
 		}
 		if a.Atime != nil || a.Mtime != nil {
-			if err := unix.UtimesNanoAt(d.data, dataName(ino), utimes(a.Atime, a.Mtime), 0); err != nil {
+			if err := unix.UtimesNanoAt(d.data, n.dataName(ino), utimes(a.Atime, a.Mtime), 0); err != nil {
 				return &fs.PathError{Op: "utimes", Path: "/" + key, Err: err}
 			}
 		}

@@ -96,7 +96,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	p := d.peek(key)
 	if p.err == nil && p.ino != 0 && p.n.Data {
 		// Opened with d.mu held, so the inode cannot go in between.
-		f, err := d.openData(p.ino, os.O_RDONLY, 0)
+		f, err := d.openData(p.n.dataName(p.ino), os.O_RDONLY, 0)
 		if err == nil {
 			d.holdFile(p.ino)
 		}
@@ -166,7 +166,7 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 	}
 	if err == nil && fd == nil {
 		// Opened with d.mu held, so the inode cannot go in between.
-		fd, err = d.openData(ino, flag&^(os.O_CREATE|os.O_EXCL), 0)
+		fd, err = d.openData(d.inodes[ino].dataName(ino), flag&^(os.O_CREATE|os.O_EXCL), 0)
 		if err != nil {
 			err = &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
 		}
@@ -226,7 +226,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	case kindFile:
 		n.Data = true
 		// The data file first: a record never names a missing one.
-		if fd, err = d.newData(ino, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC); err != nil {
+		if fd, err = d.newData(n, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -264,7 +264,16 @@ func (d *Draft) finish(t *txn) error {
 			counts[e.Ino]++
 		}
 	}
-	var gone []uint64
+	// gone are the data files of the inodes released, by number;
+	// replaced the ones an inode's new record no longer names (an undo
+	// or a rewind puts content back under the inode's number).
+	gone := map[uint64]string{}
+	var replaced []string
+	for ino, tn := range t.inodes {
+		if n := d.inodes[ino]; tn != nil && n != nil && n.Data && n.dataName(ino) != tn.dataName(ino) {
+			replaced = append(replaced, n.dataName(ino))
+		}
+	}
 	now := time.Now().UnixNano()
 	for ino, c := range counts {
 		if c > 0 {
@@ -284,7 +293,7 @@ func (d *Draft) finish(t *txn) error {
 		}
 		t.putInode(ino, nil)
 		if !d.orphan(ino, n) && n.Data {
-			gone = append(gone, ino)
+			gone[ino] = n.dataName(ino)
 		}
 	}
 	if err := d.apply(t); err != nil {
@@ -293,8 +302,12 @@ func (d *Draft) finish(t *txn) error {
 	if n := len(t.log); n > 0 {
 		d.lastLog = logMark{path: t.log[n-1].Path, src: t.log[n-1].Source.By(t.log[n-1].By), capture: d.captures.Load()}
 	}
-	for _, ino := range gone {
-		d.removeData(ino)
+	for ino, name := range gone {
+		d.removeData(ino, name)
+	}
+	for _, name := range replaced {
+		// Unlinked, not reused: a handle may read it still.
+		os.Remove(d.dataPath(name))
 	}
 	return nil
 }
@@ -356,7 +369,7 @@ func (d *Draft) touchDirsLocked(t *txn, keys ...string) {
 // a coarser, earlier time than now).
 func (d *Draft) inodeChanged(ino uint64, n *inode, now int64) {
 	if n.Data {
-		unix.Fchmodat(d.data, dataName(ino), dataPerm, 0)
+		unix.Fchmodat(d.data, n.dataName(ino), dataPerm, 0)
 		return
 	}
 	n.Ctime = now

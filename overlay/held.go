@@ -116,7 +116,7 @@ func (d *Draft) heldWritable(f afero.File, src Source) (*dataFile, error) {
 // openHeldLocked opens draft inode ino, named or orphaned (a handle
 // holds it), for writing. Must be called with d.mu held for writing.
 func (d *Draft) openHeldLocked(ino uint64) (*dataFile, error) {
-	fd, err := d.openData(ino, os.O_RDWR, 0)
+	fd, err := d.openData(d.dataOf(ino), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (d *Draft) heldCopy(f *lowerFile, src Source) (*dataFile, error) {
 		d.filesMu.Lock()
 		delete(d.orphans, ino)
 		d.filesMu.Unlock()
-		os.Remove(d.dataPath(ino))
+		os.Remove(d.dataPath(dataName(ino)))
 	}
 	return nf, err
 }

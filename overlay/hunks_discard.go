@@ -87,9 +87,10 @@ func (d *Draft) DiscardHunks(ids []string, src Source) ([]string, error) {
 
 // replaceData gives the data file of inode ino new content, atomically:
 // a file open on the old content keeps it (as after a rename over it),
-// and a commit's undo copy, a link of the old file, is untouched.
+// and a commit's undo copy, a link of the old file, is untouched. Must
+// be called with d.mu held.
 func (d *Draft) replaceData(ino uint64, content []byte) error {
-	p := d.dataPath(ino)
+	p := d.dataPath(d.dataOf(ino))
 	fi, err := os.Stat(p)
 	if err != nil {
 		return err

@@ -85,6 +85,6 @@ func (d *Draft) keptAsLeftLocked(rec *commitRecord, key string) bool {
 	if kp == nil || e == nil || rec.Entry[key] == nil || e.Ino != rec.Entry[key].Ino {
 		return false
 	}
-	b, err := os.ReadFile(d.dataPath(e.Ino))
+	b, err := os.ReadFile(d.dataPath(d.dataOf(e.Ino)))
 	return err == nil && hashBytes(b) == kp.Hash
 }

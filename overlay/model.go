@@ -85,6 +85,10 @@ type inode struct {
 	// Born identifies the disk object whose inode number the inode
 	// kept at copy-up (see identity.go); 0: a number of the draft's own.
 	Born int64 `json:"b,omitempty"`
+	// File numbers the data file (see fileName) when its name is not the
+	// inode number's: a new file's, which a spare may give it (see
+	// spares); 0: named by the inode number (see dataName).
+	File uint64 `json:"f,omitempty"`
 }
 
 // base records what a path held in the lower layers before the draft

@@ -53,7 +53,7 @@ func (d *Draft) same(it item, n *inode) bool {
 	}
 	size := int64(0)
 	if n.Data {
-		fi, err := os.Stat(d.dataPath(e.Ino))
+		fi, err := os.Stat(d.dataPath(n.dataName(e.Ino)))
 		if err != nil {
 			return false
 		}

@@ -155,9 +155,9 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 			continue
 		}
 		kept := filepath.Join(d.undoDir(rec.ID), "data", fmt.Sprintf("%x", ino))
-		err := os.Rename(kept, d.dataPath(ino))
+		err := os.Rename(kept, d.dataPath(dataName(ino)))
 		if errors.Is(err, fs.ErrNotExist) {
-			if _, serr := os.Lstat(d.dataPath(ino)); serr == nil {
+			if _, serr := os.Lstat(d.dataPath(dataName(ino))); serr == nil {
 				continue // moved before a crash
 			}
 		}
@@ -170,7 +170,7 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 		t.putEntry(k, e)
 	}
 	for ino, n := range rec.Inode {
-		t.putInode(ino, n)
+		t.putInode(ino, byNumber(n))
 	}
 	rec.State = stateUndone
 	t.commits = map[uint64]*commitRecord{rec.ID: rec}

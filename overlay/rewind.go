@@ -106,8 +106,11 @@ func (tl *timeline) stage(target *cpState) error {
 	for ino, cd := range target.Data {
 		tmp := filepath.Join(d.dir, "data", rwName(ino))
 		os.Remove(tmp)
-		if cur, err := tl.content(ino); err == nil && cur.Hash == cd.Hash {
-			if err := os.Link(d.dataPath(ino), tmp); err != nil {
+		d.mu.RLock()
+		name := d.dataOf(ino)
+		d.mu.RUnlock()
+		if cur, err := tl.content(ino, name); err == nil && cur.Hash == cd.Hash {
+			if err := os.Link(d.dataPath(name), tmp); err != nil {
 				return err
 			}
 		} else {
@@ -143,7 +146,7 @@ func (tl *timeline) stage(target *cpState) error {
 func (tl *timeline) finishRewindLocked(id uint64, target *cpState, a Author) (*Checkpoint, error) {
 	d := tl.d
 	for ino := range target.Data {
-		err := os.Rename(filepath.Join(d.dir, "data", rwName(ino)), d.dataPath(ino))
+		err := os.Rename(filepath.Join(d.dir, "data", rwName(ino)), d.dataPath(dataName(ino)))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("overlay: rewind draft %s to %d: %w", d.name, id, err)
 		}
@@ -164,7 +167,7 @@ func (tl *timeline) finishRewindLocked(id uint64, target *cpState, a Author) (*C
 		keys = append(keys, k)
 	}
 	for ino, n := range target.Inodes {
-		t.putInode(ino, n)
+		t.putInode(ino, byNumber(n))
 	}
 	if target.NextIno > d.nextIno {
 		t.nextIno = target.NextIno

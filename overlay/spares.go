@@ -3,96 +3,119 @@
 package overlay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
 // Spare data files: the data file of a draft file that goes is emptied
-// and kept in the draft's spare directory, and a new file takes one
-// instead of creating its data file. Deleting thousands of files and
-// making thousands (rm -rf, then an untar or an rsync, as agents do)
-// then allocates and frees no inodes in the state directory. Creating a
-// file is what this saves: ext4 without a journal skips every inode
-// freed in the last minute (five while its table block is unwritten) in
-// the group it allocates from, and every data file is allocated from the
-// data directory's group, so after an rm -rf of 4,000 draft files each
-// create scanned them all, most of the daemon's CPU per created file
-// (figures in the README's Benchmarks).
+// and kept, and a new file takes one instead of creating its data file.
+// Deleting thousands of files and making thousands (rm -rf, then an
+// untar or an rsync, as agents do) then allocates and frees no inodes in
+// the state directory. Creating a file is what this saves: ext4 without
+// a journal skips every inode freed in the last minute (five while its
+// table block is unwritten) in the group it allocates from, and every
+// data file is allocated from the data directory's group, so after an
+// rm -rf of 4,000 draft files each create scanned them all, most of the
+// daemon's CPU per created file (figures in the README's Benchmarks).
+//
+// A file the draft creates gets a numbered data file (fileName), whose
+// number its inode records (inode.File), so that a spare stays where it
+// is, under its name, from the inode it was emptied for to the one that
+// takes it: no rename. Other data files are named by their inode's
+// number (copied up, put back by an undo or a rewind), and become spares
+// by one rename to a number. A numbered file no record names is a spare
+// (collectGarbage): left by a crash, it may still have content, which
+// goes when it is taken.
 
 // maxSpares bounds the spare data files a draft keeps (empty files: an
 // inode each).
 const maxSpares = 16384
 
-// spares are a draft's spare data files.
-type spares struct {
-	mu    sync.Mutex
-	dir   int      // the spare directory (O_PATH), -1: none
-	names []string // its files
-	next  uint64   // the number the next file's name takes
+// fileName is the name of numbered data file f. Its prefix is not a hex
+// digit: it never meets a name an inode number gives.
+func fileName(f uint64) string { return "n" + strconv.FormatUint(f, 16) }
+
+// parseFileName is the number of a numbered data file's name; false for
+// another name.
+func parseFileName(name string) (uint64, bool) {
+	h, ok := strings.CutPrefix(name, "n")
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseUint(h, 16, 64)
+	return f, err == nil && fileName(f) == name
 }
 
-// openSpares opens the spare directory in the draft directory dir and
-// takes the files a previous run left there (their content, if a crash
-// came before they were emptied, goes when they are taken).
+// spares are a draft's spare data files, numbered files in its data
+// directory that no inode records.
+type spares struct {
+	mu     sync.Mutex // protects the following
+	closed bool
+	files  []uint64 // the spares' numbers
+	next   uint64   // the number the next new numbered file takes
+}
+
+// openSpares returns the spares of the draft directory dir. Earlier
+// versions kept them in dir/spare (empty files no record names), which
+// goes.
 func openSpares(dir string) (*spares, error) {
-	p := filepath.Join(dir, "spare")
-	if err := os.MkdirAll(p, 0o700); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, "spare")); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	s := &spares{dir: fd}
-	ents, _ := os.ReadDir(p)
-	for _, e := range ents {
-		n, err := strconv.ParseUint(e.Name(), 16, 64)
-		if err != nil || !e.Type().IsRegular() || len(s.names) == maxSpares {
-			os.RemoveAll(filepath.Join(p, e.Name()))
-			continue
-		}
-		s.names = append(s.names, e.Name())
-		s.next = max(s.next, n+1)
-	}
-	return s, nil
+	return &spares{next: 1}, nil
 }
 
-// close closes the spare directory. The draft's data directory is
-// closed after it: a file released after that (see retire) is removed
-// by its path.
+// seen notes numbered file f, which an inode records: new ones take
+// numbers past it.
+func (s *spares) seen(f uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = max(s.next, f+1)
+}
+
+// keep takes numbered file f, which no inode records, as a spare, and
+// reports whether there was room.
+func (s *spares) keep(f uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = max(s.next, f+1)
+	if len(s.files) == maxSpares {
+		return false
+	}
+	s.files = append(s.files, f)
+	return true
+}
+
+// close stops retire: the draft's data directory is closed after it,
+// and a file released after that (see retire) is removed by its path.
 func (s *spares) close() {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dir >= 0 {
-		unix.Close(s.dir)
-		s.dir = -1
-	}
+	s.closed = true
 }
 
-// take moves a spare file to name in the directory data, and reports
-// whether there was one. The file may still have content (see
-// openSpares): the caller truncates it.
-func (s *spares) take(data int, name string) bool {
-	if s == nil {
-		return false
-	}
+// take returns the number of a data file for a new file: a spare's, or
+// a new number (false) whose file the caller creates. A spare may still
+// have content (see openSpares): the caller truncates it.
+func (s *spares) take() (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.dir >= 0 && len(s.names) > 0 {
-		last := s.names[len(s.names)-1]
-		s.names = s.names[:len(s.names)-1]
-		if unix.Renameat(s.dir, last, data, name) == nil {
-			return true
-		}
+	if n := len(s.files); n > 0 {
+		f := s.files[n-1]
+		s.files = s.files[:n-1]
+		return f, true
 	}
-	return false
+	s.next++
+	return s.next - 1, false
 }
 
 // retire removes the data file name from the directory data: it is
@@ -103,54 +126,78 @@ func (s *spares) take(data int, name string) bool {
 func (s *spares) retire(data int, name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dir < 0 {
+	if s.closed {
 		return false
 	}
 	var st unix.Stat_t
 	if unix.Fstatat(data, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Nlink != 1 ||
-		st.Mode&unix.S_IFMT != unix.S_IFREG || len(s.names) == maxSpares {
+		st.Mode&unix.S_IFMT != unix.S_IFREG || len(s.files) == maxSpares {
 		unix.Unlinkat(data, name, 0)
 		return true
 	}
-	spare := strconv.FormatUint(s.next, 16)
-	if unix.Renameat(data, name, s.dir, spare) != nil {
-		unix.Unlinkat(data, name, 0)
+	f, numbered := parseFileName(name)
+	if !numbered {
+		// Never over a file: until collectGarbage has seen the numbers
+		// in use (a recovery at open retires files before), next may
+		// be one.
+		f = s.next
+		err := unix.Renameat2(data, name, data, fileName(f), unix.RENAME_NOREPLACE)
+		for ; err == unix.EEXIST; err = unix.Renameat2(data, name, data, fileName(f), unix.RENAME_NOREPLACE) {
+			f++
+		}
+		s.next = f + 1
+		if err != nil {
+			unix.Unlinkat(data, name, 0)
+			return true
+		}
+	}
+	if st.Size > 0 && truncateAt(data, fileName(f)) != nil {
+		unix.Unlinkat(data, fileName(f), 0)
 		return true
 	}
-	s.next++
-	if st.Size > 0 && s.truncate(spare) != nil {
-		unix.Unlinkat(s.dir, spare, 0)
-		return true
-	}
-	s.names = append(s.names, spare)
+	s.files = append(s.files, f)
 	return true
 }
 
-// truncate empties the spare file name.
-func (s *spares) truncate(name string) error {
-	fd, err := unix.Openat(s.dir, name, unix.O_WRONLY|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// truncateAt empties the file name in directory dir.
+func truncateAt(dir int, name string) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	return unix.Close(fd)
 }
 
-// newData makes the data file of new inode ino, a spare if there is one,
-// and opens it with flag (which has O_CREAT and O_TRUNC).
-func (d *Draft) newData(ino uint64, flag int) (*os.File, error) {
-	if !d.spare.take(d.data, dataName(ino)) {
-		return d.openData(ino, flag, dataPerm)
+// newData makes the data file of new inode n, a spare if there is one,
+// records its number in n, and opens it with flag (which has O_CREAT and
+// O_TRUNC).
+func (d *Draft) newData(n *inode, flag int) (*os.File, error) {
+	if d.spare == nil {
+		return nil, fmt.Errorf("%s: %w", d.st.path, errReadOnly)
 	}
-	f, err := d.openData(ino, flag, dataPerm)
+	f, spare := d.spare.take()
+	if !spare {
+		flag |= os.O_EXCL // a new number's file is new
+	}
+	name := fileName(f)
+	fd, err := d.openData(name, flag, dataPerm)
 	if err != nil {
+		if spare {
+			d.spare.retire(d.data, name)
+		}
 		return nil, err
+	}
+	n.File = f
+	if !spare {
+		return fd, nil
 	}
 	// Its times are a new file's: O_TRUNC moved the mtime and ctime
 	// only.
 	now := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
-	if err := unix.UtimesNanoAt(d.data, dataName(ino), now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		f.Close()
-		return nil, &os.PathError{Op: "utimes", Path: d.dataPath(ino), Err: err}
+	if err := unix.UtimesNanoAt(d.data, name, now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		fd.Close()
+		d.spare.retire(d.data, name)
+		return nil, &os.PathError{Op: "utimes", Path: d.dataPath(name), Err: err}
 	}
-	return f, nil
+	return fd, nil
 }

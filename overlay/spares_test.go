@@ -5,7 +5,6 @@ package overlay_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -30,47 +29,49 @@ func openSpareEnv(t *testing.T, root, state string) *spareEnv {
 	return &spareEnv{state: state, dir: filepath.Join(state, "drafts", "main"), ws: ws, v: d.Fs(overlay.SourceMCP)}
 }
 
-// dataIno is the inode number on disk of the data file behind key.
-func (e *spareEnv) dataIno(t *testing.T, key string) uint64 {
+// diskIno is the inode number on disk of the file at p.
+func diskIno(t *testing.T, p string) uint64 {
 	t.Helper()
-	ino := vfstest.InoOf(t, e.v, key)
 	var st syscall.Stat_t
-	must(t, syscall.Lstat(filepath.Join(e.dir, "data", strconv.FormatUint(ino, 16)), &st))
+	must(t, syscall.Lstat(p, &st))
 	return st.Ino
 }
 
-func (e *spareEnv) spares(t *testing.T) []os.DirEntry {
+// dataNames lists the names in the draft's data directory.
+func (e *spareEnv) dataNames(t *testing.T) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(e.dir, "spare"))
+	ents, err := os.ReadDir(filepath.Join(e.dir, "data"))
 	must(t, err)
-	return ents
+	var names []string
+	for _, de := range ents {
+		names = append(names, de.Name())
+	}
+	return names
 }
 
-// TestSpareDataFiles: a removed file's data file is emptied and kept,
-// and the next new file takes it, with a new file's content and times.
+// TestSpareDataFiles: a removed file's data file is emptied and kept
+// where it is, and the next new file takes it under the same name (no
+// rename either way), with a new file's content and times.
 func TestSpareDataFiles(t *testing.T) {
 	e := openSpareEnv(t, t.TempDir(), t.TempDir())
 	defer e.ws.Close()
 	mustWrite(t, e.v, "a.txt", "the content of a")
-	old := e.dataIno(t, "a.txt")
+	p := overlay.DataFile(e.v, "a.txt")
+	old := diskIno(t, p)
 	must(t, e.v.Remove("a.txt"))
-	sp := e.spares(t)
-	if len(sp) != 1 {
-		t.Fatalf("%d spare data files after removing a file, want 1", len(sp))
-	}
-	if fi, err := sp[0].Info(); err != nil || fi.Size() != 0 {
-		t.Fatalf("the spare is not empty: %v, %v", fi, err)
+	if fi, err := os.Lstat(p); err != nil || fi.Size() != 0 || diskIno(t, p) != old {
+		t.Fatalf("the removed file's data file did not stay, emptied: %v, %v", fi, err)
 	}
 	time.Sleep(100 * time.Millisecond)               // the spare's times are well older than the new file's
 	before := time.Now().Add(-30 * time.Millisecond) // the kernel's clock is coarse
 	f, err := e.v.OpenFile("b.txt", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	must(t, err)
 	must(t, f.Close())
-	if got := e.dataIno(t, "b.txt"); got != old {
-		t.Fatalf("the new file's data file is inode %d, not the spare %d", got, old)
+	if got := overlay.DataFile(e.v, "b.txt"); got != p || diskIno(t, got) != old {
+		t.Fatalf("the new file's data file is %s (inode %d), not the spare %s (inode %d)", got, diskIno(t, got), p, old)
 	}
-	if n := len(e.spares(t)); n != 0 {
-		t.Fatalf("%d spares left after a new file took one", n)
+	if names := e.dataNames(t); len(names) != 1 {
+		t.Fatalf("data files %v after a new file took the spare, want one", names)
 	}
 	fi, err := e.v.Lstat("b.txt") // before reading it, which moves its atime
 	must(t, err)
@@ -91,33 +92,34 @@ func TestSpareDataFilesLinked(t *testing.T) {
 	defer e.ws.Close()
 	mustWrite(t, e.v, "a.txt", "kept elsewhere")
 	kept := filepath.Join(t.TempDir(), "kept")
-	must(t, os.Link(filepath.Join(e.dir, "data", strconv.FormatUint(vfstest.InoOf(t, e.v, "a.txt"), 16)), kept))
+	must(t, os.Link(overlay.DataFile(e.v, "a.txt"), kept))
 	must(t, e.v.Remove("a.txt"))
-	if n := len(e.spares(t)); n != 0 {
-		t.Fatalf("a linked data file became a spare (%d spares)", n)
+	if names := e.dataNames(t); len(names) != 0 {
+		t.Fatalf("a linked data file became a spare: %v", names)
 	}
 	if b, err := os.ReadFile(kept); err != nil || string(b) != "kept elsewhere" {
 		t.Fatalf("the other link reads %q, %v", b, err)
 	}
 }
 
-// TestSpareDataFilesAfterCrash: spares a previous run left, one of them
-// not emptied yet (a crash between the two steps), are taken after a
-// restart, and a new file never shows what a spare held.
+// TestSpareDataFilesAfterCrash: numbered data files no record names,
+// one not emptied yet (a crash between a remove's record and its
+// emptying), are spares after a restart; a new file never shows what a
+// spare held, and new numbers go past the ones found.
 func TestSpareDataFilesAfterCrash(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	e := openSpareEnv(t, root, state)
 	mustWrite(t, e.v, "a.txt", "a")
 	must(t, e.v.Remove("a.txt"))
 	must(t, e.ws.Close())
-	sp := filepath.Join(e.dir, "spare")
-	must(t, os.WriteFile(filepath.Join(sp, "ff"), []byte("left by a crash"), 0o600))
-	must(t, os.WriteFile(filepath.Join(sp, "not-a-spare"), nil, 0o600))
+	data := filepath.Join(e.dir, "data")
+	must(t, os.WriteFile(filepath.Join(data, "nff"), []byte("left by a crash"), 0o600))
+	must(t, os.WriteFile(filepath.Join(data, "n-not-a-number"), nil, 0o600))
 
 	e = openSpareEnv(t, root, state)
 	defer e.ws.Close()
-	if _, err := os.Lstat(filepath.Join(sp, "not-a-spare")); !os.IsNotExist(err) {
-		t.Fatalf("a file not named as spares are stayed: %v", err)
+	if _, err := os.Lstat(filepath.Join(data, "n-not-a-number")); !os.IsNotExist(err) {
+		t.Fatalf("a file not named as data files are stayed: %v", err)
 	}
 	for _, name := range []string{"b.txt", "c.txt"} {
 		f, err := e.v.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
@@ -125,13 +127,12 @@ func TestSpareDataFilesAfterCrash(t *testing.T) {
 		must(t, f.Close())
 		vfstest.WantContent(t, e.v, name, "")
 	}
-	if n := len(e.spares(t)); n != 0 {
-		t.Fatalf("%d spares left, want both taken", n)
+	if names := e.dataNames(t); len(names) != 2 {
+		t.Fatalf("data files %v, want the two spares taken", names)
 	}
-	// The next spare's name is past the ones found.
-	must(t, e.v.Remove("b.txt"))
-	if sp := e.spares(t); len(sp) != 1 || sp[0].Name() != "100" {
-		t.Fatalf("spares %v, want one named 100", sp)
+	mustWrite(t, e.v, "d.txt", "new")
+	if got := filepath.Base(overlay.DataFile(e.v, "d.txt")); got != "n100" {
+		t.Fatalf("a new data file is %s, want n100", got)
 	}
 }
 
@@ -141,7 +142,7 @@ func TestSpareDataFilesAfterCrash(t *testing.T) {
 func TestSpareDataFilesAfterClose(t *testing.T) {
 	e := openSpareEnv(t, t.TempDir(), t.TempDir())
 	mustWrite(t, e.v, "a.txt", "open while removed")
-	data := filepath.Join(e.dir, "data", strconv.FormatUint(vfstest.InoOf(t, e.v, "a.txt"), 16))
+	data := overlay.DataFile(e.v, "a.txt")
 	f, err := e.v.Open("a.txt")
 	must(t, err)
 	must(t, e.v.Remove("a.txt"))

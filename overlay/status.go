@@ -320,7 +320,7 @@ func (d *Draft) draftContent(e *entry, n *inode) ([]byte, error) {
 	case n.Mode&fs.ModeSymlink != 0:
 		return []byte(n.Target), nil
 	case n.Data:
-		return os.ReadFile(d.dataPath(e.Ino))
+		return os.ReadFile(d.dataPath(n.dataName(e.Ino)))
 	}
 	return nil, nil
 }

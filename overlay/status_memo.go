@@ -208,7 +208,7 @@ func (s *stamper) stampOf(it *item, n *inode) (stamp, bool) {
 	lowerFile := len(paths) > 0 && (st.paths[0].obj.exists || it.e.Base != nil && it.e.Base.Exists)
 	if n != nil && n.Data && !it.e.redirect() && lowerFile {
 		var u unix.Stat_t
-		if d.statData(it.e.Ino, &u) == nil {
+		if d.statData(n.dataName(it.e.Ino), &u) == nil {
 			st.data = objStampOfUnix(&u)
 		}
 		ok = ok && st.data.ctime < before
@@ -257,7 +257,7 @@ func (a *answer) matches(it *item) bool {
 // equalInode compares two inodes field by field.
 func equalInode(a, b *inode) bool {
 	if a.Mode != b.Mode || a.Data != b.Data || a.Target != b.Target || a.Mtime != b.Mtime || a.Atime != b.Atime ||
-		a.Ctime != b.Ctime || a.Rdev != b.Rdev || a.Uid != b.Uid || a.Gid != b.Gid || a.Born != b.Born {
+		a.Ctime != b.Ctime || a.Rdev != b.Rdev || a.Uid != b.Uid || a.Gid != b.Gid || a.Born != b.Born || a.File != b.File {
 		return false
 	}
 	return maps.EqualFunc(a.Xattr, b.Xattr, bytes.Equal)

@@ -42,7 +42,7 @@ func TestStatusMemoSeesDiskChanges(t *testing.T) {
 	d.mu.RLock()
 	ino := d.entries["e"].Ino
 	d.mu.RUnlock()
-	must(t, os.WriteFile(d.dataPath(ino), []byte("five\n"), 0o600))
+	must(t, os.WriteFile(d.dataPath(d.inodes[ino].dataName(ino)), []byte("five\n"), 0o600))
 	// A user attribute set on the disk only: g no longer equals the disk
 	// once its content does.
 	must(t, os.WriteFile(disk("g"), []byte("GEE\n"), 0o644))

@@ -28,8 +28,11 @@ var (
 	// keyWalApplied: the sequence number of the last write-ahead log
 	// record checkpointed into the database.
 	keyWalApplied = []byte("walApplied")
-	// formatVersion 2 has a write-ahead log; 1 (no log) is upgraded.
-	formatVersion = []byte("2")
+	// formatVersion 3 has inodes whose data file is numbered
+	// (inode.File), which an earlier version would take for garbage:
+	// it refuses the database instead. 2 (a write-ahead log) and 1 (no
+	// log) are upgraded.
+	formatVersion = []byte("3")
 )
 
 // firstDraftIno is where inode numbers of objects the draft creates start:

@@ -176,6 +176,7 @@ func encodeInode(n *inode) json.RawMessage {
 		b = append(b, '}')
 	}
 	b = appendIntField(b, `,"b":`, n.Born)
+	b = appendUintField(b, `,"f":`, n.File)
 	return append(b, '}')
 }
 

@@ -93,7 +93,7 @@ func (s *store) openDB() error {
 		if meta == nil {
 			return nil // a database no change reached yet
 		}
-		if f := meta.Get(keyFormat); f != nil && string(f) != "1" && string(f) != string(formatVersion) {
+		if f := meta.Get(keyFormat); f != nil && !earlierFormat(f) && string(f) != string(formatVersion) {
 			return fmt.Errorf("format %q is not the supported %q", f, formatVersion)
 		}
 		if v := meta.Get(keyWalApplied); len(v) == 8 {
@@ -118,6 +118,9 @@ func (s *store) closeDB() {
 	}
 }
 
+// earlierFormat reports whether format f is one this version upgrades.
+func earlierFormat(f []byte) bool { return string(f) == "1" || string(f) == "2" }
+
 // initDB makes the buckets of a new database and upgrades an old one.
 func (s *store) initDB() error {
 	err := safe(func() error {
@@ -128,7 +131,7 @@ func (s *store) initDB() error {
 				}
 			}
 			meta := tx.Bucket(bucketMeta)
-			if f := meta.Get(keyFormat); f == nil || string(f) == "1" {
+			if f := meta.Get(keyFormat); f == nil || earlierFormat(f) {
 				return meta.Put(keyFormat, formatVersion)
 			}
 			return nil

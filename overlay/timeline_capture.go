@@ -65,7 +65,7 @@ func (tl *timeline) captureData(st *cpState) error {
 		if !n.Data {
 			continue
 		}
-		cd, err := tl.content(ino)
+		cd, err := tl.content(ino, n.dataName(ino))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // dropped since the metadata was read
 		}
@@ -93,9 +93,10 @@ func (tl *timeline) captureData(st *cpState) error {
 	return nil
 }
 
-// content returns a data file's content in the chunk store.
-func (tl *timeline) content(ino uint64) (*cpData, error) {
-	p := tl.d.dataPath(ino)
+// content returns the content of ino's data file name in the chunk
+// store.
+func (tl *timeline) content(ino uint64, name string) (*cpData, error) {
+	p := tl.d.dataPath(name)
 	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func (tl *timeline) content(ino uint64) (*cpData, error) {
 	// Read without the draft's lock: the file may have gone meanwhile
 	// and, emptied, become a new inode's (see spares). Then what was
 	// read is not ino's, and ino counts as gone.
-	if now, err := os.Stat(p); err != nil || !os.SameFile(fi, now) {
+	if now, err := os.Stat(p); err != nil || !os.SameFile(fi, now) || !tl.d.holds(ino, name) {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
 	}
 	cd := cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano()}
