@@ -163,27 +163,33 @@ func (f *feed) unsubscribe(s *Subscription) {
 }
 
 // publishPaced is publish for the many changes of a commit, undo or
-// discard, from a caller holding no lock a subscriber may need: it hands
-// them over in parts, each once every followed subscriber (a mount) has
-// room for it in its queue, or paceTimeout after the first part. All at
-// once, the paths of a large commit overflow a mount's queue, and a
-// mount that lost changes drops every entry the kernel holds: a
-// notification for each node of the tree it was reading, after which
-// every lookup misses.
+// discard, or a burst of disk changes, from a caller holding no lock a
+// subscriber may need: it hands them over in parts, each once every
+// followed subscriber (a mount) has room for it in its queue, or
+// paceTimeout after the first part. All at once, the paths of a large
+// commit overflow a mount's queue, and a mount that lost changes drops
+// every entry the kernel holds: a notification for each node of the
+// tree it was reading, after which every lookup misses.
 func (f *feed) publishPaced(changes []Change) {
 	deadline := time.NewTimer(paceTimeout)
 	defer deadline.Stop()
+	late := false
 	for len(changes) > 0 {
 		n := min(len(changes), feedQueue/2)
-	wait:
-		for progress := f.full(n); progress != nil; progress = f.full(n) {
+		for !late {
+			progress := f.publishRoomy(changes[:n])
+			if progress == nil {
+				break
+			}
 			select {
 			case <-progress:
 			case <-deadline.C:
-				break wait
+				late = true
 			}
 		}
-		f.publish(changes[:n]...)
+		if late {
+			f.publish(changes[:n]...)
+		}
 		changes = changes[n:]
 	}
 }
@@ -192,11 +198,14 @@ func (f *feed) publishPaced(changes []Change) {
 // subscribers that fall behind.
 const paceTimeout = 2 * time.Second
 
-// full returns the progress channel (see Subscription.Applied) of a
-// followed subscriber whose queue has no room for n more changes, nil
-// when every one has. The channel is taken before the queue is
-// measured, so progress after the measure closes it.
-func (f *feed) full(n int) <-chan struct{} {
+// publishRoomy publishes changes if every followed subscriber's queue
+// has room for them, in one step with the measure (so that two pacing
+// publishers, a commit and the disk watcher, cannot both take the same
+// room), and returns nil; else it publishes nothing and returns the
+// progress channel (see Subscription.Applied) of a subscriber without
+// room. The channel is taken before the queue is measured, so progress
+// after the measure closes it.
+func (f *feed) publishRoomy(changes []Change) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for s := range f.subs {
@@ -206,17 +215,23 @@ func (f *feed) full(n int) <-chan struct{} {
 		s.mu.Lock()
 		progress := s.progress
 		s.mu.Unlock()
-		if len(s.ch)+n > cap(s.ch) {
+		if len(s.ch)+len(changes) > cap(s.ch) {
 			return progress
 		}
 	}
+	f.publishLocked(changes)
 	return nil
 }
 
 func (f *feed) publish(changes ...Change) {
-	f.seq.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.publishLocked(changes)
+}
+
+// publishLocked is publish. Must be called with f.mu held.
+func (f *feed) publishLocked(changes []Change) {
+	f.seq.Add(1)
 	for i := range changes {
 		changes[i].Source, changes[i].By = changes[i].Source.split()
 	}

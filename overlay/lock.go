@@ -44,9 +44,27 @@ func (l *draftLock) reclaim() { l.rw.Lock() }
 // running): listings leave them out while readers may look during the
 // commit (see draftLock).
 func commitTemp(name string, id uint64) bool {
-	if id == 0 || !strings.HasPrefix(name, ".") {
+	if id == 0 {
 		return false
 	}
-	n := strconv.FormatUint(id, 10)
-	return strings.HasSuffix(name, ".draftfs-"+n) || name == ".draftfs-commit-"+n
+	tid, ok := commitTempID(name)
+	return ok && tid == id
+}
+
+// commitTempID is the id of the commit whose temp file or staging
+// directory name, in a disk directory, is; false when it is none.
+func commitTempID(name string) (uint64, bool) {
+	i := strings.LastIndex(name, ".draftfs-")
+	if i < 0 || name[0] != '.' {
+		return 0, false
+	}
+	n := name[i+len(".draftfs-"):]
+	if i == 0 {
+		var ok bool
+		if n, ok = strings.CutPrefix(n, "commit-"); !ok {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseUint(n, 10, 64)
+	return id, err == nil && id != 0 && strconv.FormatUint(id, 10) == n
 }

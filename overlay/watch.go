@@ -149,11 +149,18 @@ func (x *watcher) run() {
 			if err != nil || strings.HasPrefix(rel, "..") {
 				continue
 			}
-			key := clean(rel)
+			if _, temp := commitTempID(filepath.Base(ev.Name)); temp {
+				// A commit's own: the views never show it, and the
+				// commit publishes the paths it writes.
+				continue
+			}
 			// Published before a new directory is watched: the mounts
 			// drop their caches of the path sooner (a checkout creates
-			// many).
-			x.w.feed.publish(Change{Path: key, Kind: ChangeDisk, Source: SourceDisk})
+			// many). Paced, so that a burst (a commit's renames into
+			// place, a checkout) waits for the mounts rather than
+			// overflowing their queues, which drops every node the
+			// kernel caches.
+			x.w.feed.publishPaced([]Change{{Path: clean(rel), Kind: ChangeDisk, Source: SourceDisk}})
 			if ev.Has(fsnotify.Create) {
 				x.addTree(ev.Name)
 			}
