@@ -91,6 +91,12 @@ type commitRecord struct {
 	Stamped int64 `json:"stamped,omitempty"`
 }
 
+// summary is r with only what a record in state keeps once undo can no
+// longer use it (expired, undone): when, by what, and its paths.
+func (r *commitRecord) summary(state string) *commitRecord {
+	return &commitRecord{ID: r.ID, Time: r.Time, State: state, Source: r.Source, Paths: r.Paths}
+}
+
 // Commit record states.
 const (
 	stateStaging = "applying" // phase A under way

@@ -80,7 +80,7 @@ func (d *Draft) gcLocked(dryRun bool) (*GCResult, error) {
 		r := done[i]
 		expired[r.ID] = true
 		res.Expired = append(res.Expired, r.ID)
-		t.commits[r.ID] = &commitRecord{Time: r.Time, State: stateExpired, Source: r.Source, Paths: r.Paths}
+		t.commits[r.ID] = r.summary(stateExpired)
 	}
 	// What is referred to: bases of the draft's entries, and of the
 	// entries and merged contents of every commit kept.

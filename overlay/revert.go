@@ -172,8 +172,11 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 	for ino, n := range rec.Inode {
 		t.putInode(ino, byNumber(n))
 	}
+	// Nothing reads an undone commit's ops and entries again: its record
+	// keeps what the log shows, so that every later commit, undo and
+	// collection, which read all the records, do not decode them.
 	rec.State = stateUndone
-	t.commits = map[uint64]*commitRecord{rec.ID: rec}
+	t.commits = map[uint64]*commitRecord{rec.ID: rec.summary(stateUndone)}
 	t.addLog(LogEntry{Op: "undo", Paths: rec.Paths, Source: src})
 	if err := d.finish(t); err != nil {
 		return err
