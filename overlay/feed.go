@@ -166,13 +166,14 @@ func (f *feed) unsubscribe(s *Subscription) {
 // discard, or a burst of disk changes, from a caller holding no lock a
 // subscriber may need: it hands them over in parts, each once every
 // followed subscriber (a mount) has room for it in its queue, or
-// paceTimeout after the first part. All at once, the paths of a large
+// paceTimeout after its first wait. All at once, the paths of a large
 // commit overflow a mount's queue, and a mount that lost changes drops
 // every entry the kernel holds: a notification for each node of the
 // tree it was reading, after which every lookup misses.
 func (f *feed) publishPaced(changes []Change) {
-	deadline := time.NewTimer(paceTimeout)
-	defer deadline.Stop()
+	// The timer starts at the first wait: the disk watcher publishes
+	// each event here, and most find room at once.
+	var deadline <-chan time.Time
 	late := false
 	for len(changes) > 0 {
 		n := min(len(changes), feedQueue/2)
@@ -181,9 +182,14 @@ func (f *feed) publishPaced(changes []Change) {
 			if progress == nil {
 				break
 			}
+			if deadline == nil {
+				t := time.NewTimer(paceTimeout)
+				defer t.Stop()
+				deadline = t.C
+			}
 			select {
 			case <-progress:
-			case <-deadline.C:
+			case <-deadline:
 				late = true
 			}
 		}

@@ -142,8 +142,9 @@ func (s *spares) retire(data int, name string) bool {
 		// be one.
 		f = s.next
 		err := unix.Renameat2(data, name, data, fileName(f), unix.RENAME_NOREPLACE)
-		for ; err == unix.EEXIST; err = unix.Renameat2(data, name, data, fileName(f), unix.RENAME_NOREPLACE) {
+		for err == unix.EEXIST {
 			f++
+			err = unix.Renameat2(data, name, data, fileName(f), unix.RENAME_NOREPLACE)
 		}
 		s.next = f + 1
 		if err != nil {
