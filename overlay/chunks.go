@@ -7,11 +7,19 @@ import (
 	"compress/flate"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The timeline keeps contents as chunks cut where the content itself
@@ -67,14 +75,131 @@ var flaters = sync.Pool{New: func() any {
 	return w
 }}
 
-// chunkStore keeps chunks under dir, one file each.
+// chunkStore keeps chunks in a bbolt database (chunks.db), compressed
+// and keyed by their hash: a checkpoint adds its new chunks in one
+// transaction, where a file each cost a file creation per new chunk
+// (and every file an agent creates is a new chunk). Chunks of earlier
+// versions, a file each under dir, are still read, and removed when no
+// kept checkpoint uses them.
+//
+// The database runs with NoSync, as the draft's does (see
+// "Persistence" in doc.go): a killed process loses nothing it wrote.
+// Accessed with the timeline's lock held.
 type chunkStore struct {
-	dir string
+	dir      string // read only: the chunks of earlier versions
+	path     string // read only: the database
+	readOnly bool   // read only
+	files    bool   // dir exists
+	db       *bolt.DB
+	// pending are the chunks put in the batch under way, compressed,
+	// by name, and read its read transaction (see batch).
+	pending map[string][]byte
+	read    *bolt.Tx
 }
 
-func (c *chunkStore) path(h string) string { return filepath.Join(c.dir, h[:2], h) }
+var bucketChunks = []byte("chunks")
 
-// put stores b as chunks and returns their hashes, in order.
+func newChunkStore(dir string, readOnly bool) *chunkStore {
+	return &chunkStore{dir: filepath.Join(dir, "chunks"), path: filepath.Join(dir, "chunks.db"), readOnly: readOnly}
+}
+
+// open opens the database at first use; read only and missing, there
+// is none (every chunk is a file then).
+func (c *chunkStore) open() error {
+	if c.db != nil {
+		return nil
+	}
+	if _, err := os.Stat(c.dir); err == nil {
+		c.files = true
+	}
+	if c.readOnly {
+		if _, err := os.Lstat(c.path); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	} else if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+		return err
+	}
+	err := safe(func() (err error) {
+		c.db, err = bolt.Open(c.path, 0o600, &bolt.Options{
+			Timeout:        200 * time.Millisecond,
+			NoSync:         true,
+			NoFreelistSync: true,
+			FreelistType:   bolt.FreelistMapType,
+			ReadOnly:       c.readOnly,
+		})
+		return err
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return fmt.Errorf("overlay: timeline: %s is in use by another draftfs process: stop it, or talk to it through its control socket", c.path)
+	}
+	if err != nil {
+		return fmt.Errorf("overlay: timeline: open %s: %w: %w", c.path, ErrCorrupt, err)
+	}
+	return nil
+}
+
+func (c *chunkStore) close() error {
+	if c.db == nil {
+		return nil
+	}
+	err := c.db.Close()
+	c.db = nil
+	return err
+}
+
+// batch runs fn, and stores the chunks fn puts together when it
+// returns without an error (in one transaction, in the order of their
+// names: bbolt inserts keys in order without moving the others), and
+// none otherwise.
+func (c *chunkStore) batch(fn func() error) error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	if c.db == nil {
+		return fmt.Errorf("overlay: timeline: %s: %w", c.path, fs.ErrPermission) // read only
+	}
+	c.pending = map[string][]byte{}
+	defer func() { c.pending = nil }()
+	err := safe(func() error {
+		tx, err := c.db.Begin(false)
+		if err != nil {
+			return err
+		}
+		c.read = tx
+		defer func() {
+			c.read = nil
+			tx.Rollback()
+		}()
+		return fn()
+	})
+	if err != nil {
+		return err
+	}
+	return c.update(func(bucket *bolt.Bucket) error {
+		for _, h := range slices.Sorted(maps.Keys(c.pending)) {
+			if err := bucket.Put([]byte(h), c.pending[h]); err != nil {
+				return fmt.Errorf("overlay: timeline: keep chunks: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// update runs fn in a write transaction with the chunks' bucket.
+func (c *chunkStore) update(fn func(*bolt.Bucket) error) error {
+	return safe(func() error {
+		return c.db.Update(func(tx *bolt.Tx) error {
+			bucket, err := tx.CreateBucketIfNotExists(bucketChunks)
+			if err != nil {
+				return err
+			}
+			return fn(bucket)
+		})
+	})
+}
+
+// put stores b as chunks and returns their hashes, in order. Must be
+// called within batch.
 func (c *chunkStore) put(b []byte) ([]string, error) {
 	var hashes []string
 	start := 0
@@ -93,25 +218,32 @@ func (c *chunkStore) put(b []byte) ([]string, error) {
 func (c *chunkStore) putChunk(b []byte) (string, error) {
 	sum := sha256.Sum256(b)
 	h := hex.EncodeToString(sum[:])
-	p := c.path(h)
-	if _, err := os.Stat(p); err == nil {
+	if c.pending[h] != nil {
 		return h, nil
+	}
+	var have bool
+	err := c.view(func(bucket *bolt.Bucket) error {
+		have = bucketGet(bucket, h) != nil
+		return nil
+	})
+	if err != nil || have {
+		return h, err
+	}
+	if c.files {
+		if _, err := os.Stat(c.filePath(h)); err == nil {
+			return h, nil // kept as a file by an earlier version
+		}
 	}
 	var z bytes.Buffer
 	w := flaters.Get().(*flate.Writer) // a new one allocates 1 MB
 	w.Reset(&z)
 	w.Write(b)
-	err := w.Close()
+	err = w.Close()
 	flaters.Put(w)
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return "", err
-	}
-	if err := writeFileAtomic(p, z.Bytes(), 0o600); err != nil {
-		return "", fmt.Errorf("overlay: timeline: keep a chunk: %w", err)
-	}
+	c.pending[h] = z.Bytes()
 	return h, nil
 }
 
@@ -126,21 +258,94 @@ func (c *chunkStore) get(hashes []string, size int64) ([]byte, error) {
 		// read, the one that sees the end too.
 		out.Grow(int(size) + bytes.MinRead)
 	}
-	for _, h := range hashes {
+	err := c.view(func(bucket *bolt.Bucket) error {
+		for _, h := range hashes {
+			if err := c.getChunk(bucket, h, &out); err != nil {
+				return fmt.Errorf("overlay: timeline: chunk %s: %w: %w", h, ErrCorrupt, err)
+			}
+		}
+		return nil
+	})
+	return out.Bytes(), err
+}
+
+// view runs fn with the chunks' bucket (nil when there is none).
+func (c *chunkStore) view(fn func(*bolt.Bucket) error) error {
+	if c.read != nil {
+		return fn(c.read.Bucket(bucketChunks))
+	}
+	if err := c.open(); err != nil {
+		return err
+	}
+	if c.db == nil {
+		return fn(nil)
+	}
+	return safe(func() error {
+		return c.db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketChunks)) })
+	})
+}
+
+// getChunk appends the chunk named h to out.
+func (c *chunkStore) getChunk(bucket *bolt.Bucket, h string, out *bytes.Buffer) error {
+	var z io.Reader
+	if v := c.pending[h]; v != nil {
+		z = bytes.NewReader(v)
+	} else if v := bucketGet(bucket, h); v != nil {
+		z = bytes.NewReader(v)
+	} else {
 		if len(h) < 2 {
-			return nil, fmt.Errorf("overlay: timeline: bad chunk name %q: %w", h, ErrCorrupt)
+			return errors.New("bad chunk name")
 		}
-		f, err := os.Open(c.path(h))
+		f, err := os.Open(c.filePath(h))
 		if err != nil {
-			return nil, fmt.Errorf("overlay: timeline: chunk %s: %w: %w", h, ErrCorrupt, err)
+			return err
 		}
-		r := flate.NewReader(f)
-		_, err = io.Copy(&out, r)
-		r.Close()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("overlay: timeline: chunk %s: %w: %w", h, ErrCorrupt, err)
+		defer f.Close()
+		z = f
+	}
+	r := flate.NewReader(z)
+	defer r.Close()
+	_, err := io.Copy(out, r)
+	return err
+}
+
+func bucketGet(b *bolt.Bucket, h string) []byte {
+	if b == nil {
+		return nil
+	}
+	return b.Get([]byte(h))
+}
+
+// filePath is where an earlier version kept the chunk named h.
+func (c *chunkStore) filePath(h string) string { return filepath.Join(c.dir, h[:2], h) }
+
+// keepOnly removes the chunks not in used.
+func (c *chunkStore) keepOnly(used map[string]bool) error {
+	dirs, _ := os.ReadDir(c.dir)
+	for _, sub := range dirs {
+		ents, _ := os.ReadDir(filepath.Join(c.dir, sub.Name()))
+		for _, e := range ents {
+			if !used[e.Name()] {
+				os.Remove(filepath.Join(c.dir, sub.Name(), e.Name()))
+			}
 		}
 	}
-	return out.Bytes(), nil
+	if err := c.open(); err != nil || c.db == nil {
+		return err
+	}
+	return c.update(func(bucket *bolt.Bucket) error {
+		var drop []string
+		bucket.ForEach(func(k, _ []byte) error {
+			if !used[string(k)] {
+				drop = append(drop, string(k))
+			}
+			return nil
+		})
+		for _, k := range drop {
+			if err := bucket.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -22,8 +22,13 @@ func TestChunksGetAllocates(t *testing.T) {
 		fmt.Fprintf(&b, "line %d of a file large enough to take many chunks\n", i)
 	}
 	content := b.Bytes()
-	tl := &timeline{chunks: chunkStore{t.TempDir()}}
-	hashes, err := tl.chunks.put(content)
+	tl := &timeline{chunks: newChunkStore(t.TempDir(), false)}
+	defer tl.chunks.close()
+	var hashes []string
+	err := tl.chunks.batch(func() (err error) {
+		hashes, err = tl.chunks.put(content)
+		return err
+	})
 	must(t, err)
 	if len(hashes) < 10 {
 		t.Fatalf("only %d chunks", len(hashes))

@@ -61,7 +61,14 @@ type Draft struct {
 	// dataFile.logged), so that every step's changes are in its part of
 	// the log. Incremented with mu held for reading.
 	captures atomic.Uint64
-	closed   bool
+	// touched are the entries' keys and the inodes changed since the
+	// timeline last captured the draft (timeline.capture), inodes whose
+	// data file was opened for writing or set attributes of too: what
+	// the next capture reads again. Written with mu held for writing,
+	// or for reading by the capture.
+	touched     map[string]struct{}
+	touchedInos map[uint64]struct{}
+	closed      bool
 
 	// filesMu protects the following; lock order d.mu, then filesMu.
 	filesMu sync.Mutex
@@ -95,6 +102,7 @@ type Draft struct {
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{}, ctimes: map[string]int64{},
+		touched: map[string]struct{}{}, touchedInos: map[uint64]struct{}{},
 		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{}}
 	if !w.readOnly {
 		for _, sub := range []string{"data", "blobs", "undo"} {
@@ -373,6 +381,14 @@ func (d *Draft) countSubdir(key string, e *entry, sign int) {
 	}
 }
 
+// addWriter counts a handle open for writing on ino, whose data the
+// next capture of the timeline reads again. Must be called with d.mu
+// held for writing.
+func (d *Draft) addWriter(ino uint64) {
+	d.writers[ino]++
+	d.touchedInos[ino] = struct{}{}
+}
+
 // apply makes t durable and then applies it to memory. Must be called
 // with d.mu held for writing.
 func (d *Draft) apply(t *txn) error {
@@ -383,6 +399,7 @@ func (d *Draft) apply(t *txn) error {
 		return fmt.Errorf("overlay: draft %s: record change: %w", d.name, err)
 	}
 	for k, e := range t.entries {
+		d.touched[k] = struct{}{}
 		old, had := d.entries[k]
 		if had && old.Ino != 0 {
 			if d.links[old.Ino]--; d.links[old.Ino] <= 0 {
@@ -409,6 +426,7 @@ func (d *Draft) apply(t *txn) error {
 		}
 	}
 	for ino, n := range t.inodes {
+		d.touchedInos[ino] = struct{}{}
 		if n == nil {
 			delete(d.inodes, ino)
 			continue

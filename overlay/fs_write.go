@@ -172,7 +172,7 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 		}
 	}
 	if err == nil {
-		d.writers[ino]++
+		d.addWriter(ino)
 		d.holdFile(ino)
 	}
 	logged := d.captures.Load()

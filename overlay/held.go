@@ -122,7 +122,7 @@ func (d *Draft) openHeldLocked(ino uint64) (*dataFile, error) {
 	}
 	_, named := d.inodes[ino]
 	if named {
-		d.writers[ino]++ // a commit keeps its entry, as for any writer
+		d.addWriter(ino) // a commit keeps its entry, as for any writer
 	}
 	d.holdFile(ino)
 	return &dataFile{File: fd, d: d, ino: ino, writer: named}, nil

@@ -26,7 +26,8 @@ import (
 //
 //	timeline/cp/ID.json   a checkpoint: who, when, what changed, and the
 //	                      chunks of its state (cpState as JSON)
-//	timeline/chunks/      the chunk store
+//	timeline/chunks.db    the chunk store (timeline/chunks/ holds the
+//	                      chunks of earlier versions, a file each)
 //	timeline/rewind.json  a rewind under way (see rewind.go)
 
 // TimelineKeep is how many checkpoints a draft keeps; older ones are
@@ -109,19 +110,23 @@ type cpData struct {
 
 // timeline is a draft's checkpoints.
 type timeline struct {
-	d      *Draft     // read only
-	dir    string     // read only
-	chunks chunkStore // read only
+	d      *Draft      // read only
+	dir    string      // read only
+	chunks *chunkStore // read only; used with mu held
 	quiet  time.Duration
+	keep   int // how many checkpoints to keep: TimelineKeep
 
 	mu sync.Mutex // serialises checkpoints and rewinds; protects the following
+	// prev is the state the last capture read, nil before the first
+	// (see capture).
+	prev *cpState
 	// last is the state of the last checkpoint, read lazily.
 	last     *cpState
 	lastHash string
 	lastID   uint64
 	// known maps a data file's (size, mtime) to its content at the last
 	// look, so an unchanged file is not read again.
-	known map[uint64]cpData
+	known map[uint64]*cpData
 	// holds counts steps under way (BeginStep): the quiet period makes
 	// no checkpoint meanwhile.
 	holds int
@@ -140,7 +145,7 @@ type timeline struct {
 
 func openTimeline(d *Draft, quiet time.Duration) (*timeline, error) {
 	dir := filepath.Join(d.dir, "timeline")
-	tl := &timeline{d: d, dir: dir, chunks: chunkStore{filepath.Join(dir, "chunks")}, quiet: quiet, known: map[uint64]cpData{}}
+	tl := &timeline{d: d, dir: dir, chunks: newChunkStore(dir, d.w.readOnly), quiet: quiet, keep: TimelineKeep, known: map[uint64]*cpData{}}
 	ids, err := tl.ids()
 	if err != nil {
 		return nil, err
@@ -217,6 +222,7 @@ func (tl *timeline) close() {
 	if tl.timer != nil {
 		tl.timer.Stop()
 	}
+	tl.chunks.close()
 	tl.mu.Unlock()
 	if tl.sub != nil {
 		tl.sub.Close()
@@ -271,27 +277,19 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 		}
 	}
 	tl.pending, tl.by = false, nil
-	st, logEnd, err := tl.capture()
+	var cp *Checkpoint
+	var st *cpState
+	err := tl.chunks.batch(func() (err error) {
+		cp, st, err = tl.record(a, label, rewound)
+		return err
+	})
 	if err != nil {
+		clear(tl.known) // it may name chunks the batch did not keep
 		return nil, err
 	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return nil, err
+	if cp == nil {
+		return nil, nil
 	}
-	hash := hashBytes(b)
-	prev, err := tl.lastState()
-	if err != nil {
-		return nil, err
-	}
-	if hash == tl.lastHash && rewound == 0 || tl.lastID == 0 && len(st.Entries) == 0 {
-		return nil, nil // nothing changed since the last checkpoint, or ever
-	}
-	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, LogEnd: logEnd, Hash: hash}
-	if cp.State, err = tl.chunks.put(b); err != nil {
-		return nil, err
-	}
-	cp.Files, cp.Added, cp.Deleted = tl.changed(prev, st)
 	cb, err := json.Marshal(cp)
 	if err != nil {
 		return nil, err
@@ -302,11 +300,39 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 	if err := writeFileAtomic(tl.cpPath(cp.ID), cb, 0o600); err != nil {
 		return nil, fmt.Errorf("overlay: draft %s: checkpoint: %w%s", tl.d.name, err, fullHint(tl.dir, err))
 	}
-	tl.last, tl.lastHash, tl.lastID = st, hash, cp.ID
+	tl.last, tl.lastHash, tl.lastID = st, cp.Hash, cp.ID
 	if cp.ID%50 == 0 {
 		tl.expireLocked()
 	}
 	return cp, nil
+}
+
+// record reads the draft's state and keeps its chunks: the checkpoint
+// to write and its state, nil when nothing changed since the last one
+// (see checkpointLocked). Must be called within a batch of tl.chunks.
+func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint, *cpState, error) {
+	st, logEnd, err := tl.capture()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	hash := hashBytes(b)
+	prev, err := tl.lastState()
+	if err != nil {
+		return nil, nil, err
+	}
+	if hash == tl.lastHash && rewound == 0 || tl.lastID == 0 && len(st.Entries) == 0 {
+		return nil, nil, nil // nothing changed since the last checkpoint, or ever
+	}
+	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, LogEnd: logEnd, Hash: hash}
+	if cp.State, err = tl.chunks.put(b); err != nil {
+		return nil, nil, err
+	}
+	cp.Files, cp.Added, cp.Deleted = tl.changed(prev, st)
+	return cp, st, nil
 }
 
 // Timeline returns the draft's checkpoints, newest first.
@@ -332,18 +358,18 @@ func (d *Draft) Timeline() ([]Checkpoint, error) {
 	return out, nil
 }
 
-// expireLocked drops the checkpoints beyond TimelineKeep and the chunks
+// expireLocked drops the checkpoints beyond tl.keep and the chunks
 // no kept one uses. Must be called with tl.mu held.
 func (tl *timeline) expireLocked() {
 	ids, err := tl.ids()
-	if err != nil || len(ids) <= TimelineKeep {
+	if err != nil || len(ids) <= tl.keep {
 		return
 	}
-	for _, id := range ids[:len(ids)-TimelineKeep] {
+	for _, id := range ids[:len(ids)-tl.keep] {
 		os.Remove(tl.cpPath(id))
 	}
 	used := map[string]bool{}
-	for _, id := range ids[len(ids)-TimelineKeep:] {
+	for _, id := range ids[len(ids)-tl.keep:] {
 		cp, err := tl.read(id)
 		if err != nil {
 			return // keep every chunk rather than guess
@@ -371,13 +397,5 @@ func (tl *timeline) expireLocked() {
 			used[h] = true
 		}
 	}
-	dirs, _ := os.ReadDir(tl.chunks.dir)
-	for _, sub := range dirs {
-		ents, _ := os.ReadDir(filepath.Join(tl.chunks.dir, sub.Name()))
-		for _, e := range ents {
-			if !used[e.Name()] {
-				os.Remove(filepath.Join(tl.chunks.dir, sub.Name(), e.Name()))
-			}
-		}
-	}
+	tl.chunks.keepOnly(used)
 }

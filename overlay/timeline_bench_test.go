@@ -134,3 +134,56 @@ func BenchmarkTimelineRewrite10MiB(b *testing.B) {
 		os.RemoveAll(state)
 	}
 }
+
+// manyFiles is a draft of n new small files in 100 directories.
+func manyFiles(b *testing.B, n int) (*Draft, afero.Fs) {
+	w, err := Open(Options{Root: b.TempDir(), StateDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	for i := range n {
+		if err := f.MkdirAll(fmt.Sprintf("d%d", i%100), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := afero.WriteFile(f, fmt.Sprintf("d%d/f%d", i%100, i), fmt.Appendf(nil, "file %d\n", i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d, f
+}
+
+// BenchmarkCheckpointNewFiles measures the first checkpoint of a draft
+// of 5,000 new files (an untar's), per file.
+func BenchmarkCheckpointNewFiles(b *testing.B) {
+	const n = 5000
+	for range b.N {
+		b.StopTimer()
+		d, _ := manyFiles(b, n)
+		b.StartTimer()
+		if _, err := d.Checkpoint(Author{Source: SourceMount}, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/file")
+}
+
+// BenchmarkCheckpointLargeDraft measures a checkpoint of a draft of
+// 20,000 files of which one changed.
+func BenchmarkCheckpointLargeDraft(b *testing.B) {
+	d, f := manyFiles(b, 20000)
+	if _, err := d.Checkpoint(Author{Source: SourceMount}, ""); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		afero.WriteFile(f, "d0/f0", fmt.Appendf(nil, "edit %d\n", i), 0o644)
+		b.StartTimer()
+		if _, err := d.Checkpoint(Author{Source: SourceMount}, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 func (tl *timeline) cpPath(id uint64) string {
@@ -20,49 +23,133 @@ func (tl *timeline) cpPath(id uint64) string {
 
 // capture reads the draft's state: its metadata under d.mu, with the
 // length of the log then, then the content of the data files that
-// changed since the last look.
+// changed since the last look. After the first, a capture reads again
+// only what the draft touched since the one before (Draft.touched), and
+// shares the rest with it.
 func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
-	st, logEnd, err := tl.captureMeta()
+	prev := tl.prev
+	tl.prev = nil // until this capture is whole
+	st, logEnd, inos, err := tl.captureMeta(prev)
 	if err != nil {
 		return nil, 0, err
 	}
-	return st, logEnd, tl.captureData(st)
+	if err := tl.captureData(st, prev, inos); err != nil {
+		return nil, 0, err
+	}
+	tl.prev = st
+	return st, logEnd, nil
 }
 
-func (tl *timeline) captureMeta() (*cpState, uint64, error) {
+// verifyCaptures, set by tests, checks each incremental capture against
+// what a whole one reads: a change of the draft that does not touch
+// what it changes fails the capture.
+var verifyCaptures bool
+
+var errCaptureMissed = errors.New("overlay: timeline: a capture missed a change (Draft.touched)")
+
+// captureMeta reads the draft's entries and inodes: all of them when
+// prev is nil, else those touched since prev, over prev's. It returns
+// the inodes whose data files to read again (nil: all).
+func (tl *timeline) captureMeta(prev *cpState) (*cpState, uint64, map[uint64]struct{}, error) {
 	d := tl.d
 	d.mu.RLock()
-	eb, err := json.Marshal(d.entries)
+	entries, inodes := d.entries, d.inodes
+	var gone []string
+	var goneInos []uint64
+	touchedInos := d.touchedInos
+	if prev != nil {
+		entries, inodes = map[string]*entry{}, map[uint64]*inode{}
+		for k := range d.touched {
+			if e, ok := d.entries[k]; ok {
+				entries[k] = e
+			} else {
+				gone = append(gone, k)
+			}
+		}
+		for ino := range touchedInos {
+			if n, ok := d.inodes[ino]; ok {
+				inodes[ino] = n
+			} else {
+				goneInos = append(goneInos, ino)
+			}
+		}
+	}
+	// Copies: the draft's own change once d.mu is let go.
+	eb, err := json.Marshal(entries)
 	var ib []byte
 	if err == nil {
-		ib, err = json.Marshal(d.inodes)
+		ib, err = json.Marshal(inodes)
+	}
+	var whole []byte
+	if verifyCaptures && prev != nil && err == nil {
+		whole, err = json.Marshal([]any{d.entries, d.inodes})
 	}
 	var logEnd uint64
 	if err == nil {
 		logEnd, err = d.st.logLen()
 	}
 	next := d.nextIno
+	// Only captures write the sets with d.mu held for reading, one at a
+	// time (tl.mu); the inodes open for writing are read again next time.
+	d.touched, d.touchedInos = map[string]struct{}{}, map[uint64]struct{}{}
+	for ino := range d.writers {
+		d.touchedInos[ino] = struct{}{}
+	}
 	d.captures.Add(1)
 	d.mu.RUnlock()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	st := &cpState{NextIno: next, Data: map[uint64]*cpData{}, Blobs: map[string][]string{}}
 	if err := json.Unmarshal(eb, &st.Entries); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if err := json.Unmarshal(ib, &st.Inodes); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	return st, logEnd, nil
+	if prev == nil {
+		return st, logEnd, nil, nil
+	}
+	changedEntries, changedInodes := st.Entries, st.Inodes
+	st.Entries, st.Inodes = maps.Clone(prev.Entries), maps.Clone(prev.Inodes)
+	if st.Entries == nil {
+		st.Entries = map[string]*entry{}
+	}
+	if st.Inodes == nil {
+		st.Inodes = map[uint64]*inode{}
+	}
+	maps.Copy(st.Entries, changedEntries)
+	maps.Copy(st.Inodes, changedInodes)
+	for _, k := range gone {
+		delete(st.Entries, k)
+	}
+	for _, ino := range goneInos {
+		delete(st.Inodes, ino)
+	}
+	if whole != nil {
+		if b, err := json.Marshal([]any{st.Entries, st.Inodes}); err != nil || string(b) != string(whole) {
+			return nil, 0, nil, fmt.Errorf("%w: entries or inodes", errCaptureMissed)
+		}
+	}
+	return st, logEnd, touchedInos, nil
 }
 
 // captureData reads the content of st's data files and kept bases into
-// the chunk store.
-func (tl *timeline) captureData(st *cpState) error {
+// the chunk store: of those in inos only, taking the others' from prev,
+// unless inos is nil.
+func (tl *timeline) captureData(st, prev *cpState, inos map[uint64]struct{}) error {
 	d := tl.d
 	for ino, n := range st.Inodes {
 		if !n.Data {
+			continue
+		}
+		if _, touched := inos[ino]; inos != nil && !touched && prev.Data[ino] != nil {
+			st.Data[ino] = prev.Data[ino]
+			if verifyCaptures {
+				if err := tl.verifyData(ino, n.dataName(ino), prev.Data[ino]); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		cd, err := tl.content(ino, n.dataName(ino))
@@ -93,6 +180,23 @@ func (tl *timeline) captureData(st *cpState) error {
 	return nil
 }
 
+// verifyData checks that the data file name of ino, which the draft did
+// not touch since the last capture, is as that capture read it (cd),
+// unless touched since this capture read the metadata.
+func (tl *timeline) verifyData(ino uint64, name string, cd *cpData) error {
+	d := tl.d
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var st unix.Stat_t
+	if err := d.statData(name, &st); err != nil {
+		return nil // gone since: that touched it
+	}
+	if _, touched := d.touchedInos[ino]; !touched && (st.Size != cd.Size || st.Mtim.Nano() != cd.Mtime) {
+		return fmt.Errorf("%w: data of inode %d", errCaptureMissed, ino)
+	}
+	return nil
+}
+
 // content returns the content of ino's data file name in the chunk
 // store.
 func (tl *timeline) content(ino uint64, name string) (*cpData, error) {
@@ -101,8 +205,8 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k, ok := tl.known[ino]; ok && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() {
-		return &k, nil
+	if k := tl.known[ino]; k != nil && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() {
+		return k, nil
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -114,12 +218,15 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, error) {
 	if now, err := os.Stat(p); err != nil || !os.SameFile(fi, now) || !tl.d.holds(ino, name) {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
 	}
-	cd := cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano()}
+	cd := &cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano()}
 	if cd.Chunks, err = tl.chunks.put(b); err != nil {
 		return nil, err
 	}
-	tl.known[ino] = cd
-	return &cd, nil
+	if len(cd.Chunks) == 1 && cd.Chunks[0] == cd.Hash {
+		cd.Hash = cd.Chunks[0] // one string for both
+	}
+	tl.known[ino] = cd // shared with the states, which change none
+	return cd, nil
 }
 
 // lastState is the last checkpoint's state, nil when there is none.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 
 	"github.com/draftfs/draftfs/overlay/internal/textmerge"
@@ -17,21 +18,20 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 	if a == nil {
 		a = &cpState{}
 	}
-	keys := map[string]bool{}
-	for k := range a.Entries {
-		keys[k] = true
+	files = []string{}
+	for k, ea := range a.Entries {
+		if !a.same(b, ea, b.Entries[k]) {
+			files = append(files, k)
+		}
 	}
 	for k := range b.Entries {
-		keys[k] = true
-	}
-	files = []string{}
-	for _, k := range sortedKeys(keys) {
-		ea, eb := a.Entries[k], b.Entries[k]
-		ca, cb := a.contentOf(ea), b.contentOf(eb)
-		if sameEntry(ea, eb) && ca == cb && sameInode(a, b, ea, eb) {
-			continue
+		if _, ok := a.Entries[k]; !ok {
+			files = append(files, k)
 		}
-		files = append(files, k)
+	}
+	sort.Strings(files)
+	for _, k := range files {
+		ea, eb := a.Entries[k], b.Entries[k]
 		// A path without an entry shows what is below the draft: the
 		// base the other side's entry started from.
 		old, oldSize := textChunks(a, ea)
@@ -50,6 +50,21 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 	return files, added, deleted
 }
 
+// same reports whether entry ea at state a and entry eb at state b are
+// the same, with the same inode and content. States captured one after
+// the other share what did not change (see timeline.capture): the same
+// pointers are the same.
+func (a *cpState) same(b *cpState, ea, eb *entry) bool {
+	var na, nb *inode
+	if ea != nil {
+		na = a.Inodes[ea.Ino]
+	}
+	if eb != nil {
+		nb = b.Inodes[eb.Ino]
+	}
+	return (ea == eb || sameJSON(ea, eb)) && (na == nb || sameJSON(na, nb)) && a.contentOf(ea) == b.contentOf(eb)
+}
+
 // contentOf is the hash of an entry's data content, "" when none.
 func (st *cpState) contentOf(e *entry) string {
 	if e == nil || e.Ino == 0 || st.Data[e.Ino] == nil {
@@ -58,22 +73,9 @@ func (st *cpState) contentOf(e *entry) string {
 	return st.Data[e.Ino].Hash
 }
 
-func sameEntry(a, b *entry) bool {
+func sameJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
-}
-
-func sameInode(a, b *cpState, ea, eb *entry) bool {
-	var na, nb *inode
-	if ea != nil {
-		na = a.Inodes[ea.Ino]
-	}
-	if eb != nil {
-		nb = b.Inodes[eb.Ino]
-	}
-	ja, _ := json.Marshal(na)
-	jb, _ := json.Marshal(nb)
 	return string(ja) == string(jb)
 }
 

@@ -5,6 +5,7 @@ package overlay
 import (
 	"bufio"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand"
@@ -35,6 +36,9 @@ func TestMain(m *testing.M) {
 		runWorker(workers[name])
 		return
 	}
+	flag.Parse()
+	// A benchmark measures captures as they are.
+	verifyCaptures = flag.Lookup("test.bench").Value.String() == ""
 	os.Exit(m.Run())
 }
 
