@@ -2,8 +2,10 @@ package main
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // TestTuneGC: unless the environment says otherwise, garbage is
@@ -31,5 +33,44 @@ func TestTuneGC(t *testing.T) {
 	tuneGC()
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set: memory limit %d, want it left alone", got)
+	}
+}
+
+// TestMemoryLimitFollowsLiveHeap: a live heap near memoryLimit raises
+// the limit to half as much again (the collector would otherwise run
+// without a pause), and it comes back down when the heap does.
+func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
+	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
+	oldPercent := debug.SetGCPercent(100)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(oldLimit)
+		debug.SetGCPercent(oldPercent)
+	})
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	tuneGC()
+	// waitLimit collects until the limit is what want says.
+	waitLimit := func(want func(int64) bool) int64 {
+		var got int64
+		for range 200 {
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond) // finalizers run after
+			if got = debug.SetMemoryLimit(-1); want(got) {
+				break
+			}
+		}
+		return got
+	}
+	live := make([][]byte, 200)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	if got := waitLimit(func(l int64) bool { return l >= 300<<20 }); got < 300<<20 {
+		t.Errorf("memory limit %d MiB with 200 MiB live, want 300 MiB or more", got>>20)
+	}
+	runtime.KeepAlive(live)
+	live = nil
+	if got := waitLimit(func(l int64) bool { return l == memoryLimit }); got != memoryLimit {
+		t.Errorf("memory limit %d MiB once the heap is small again, want %d MiB", got>>20, memoryLimit>>20)
 	}
 }
