@@ -75,6 +75,8 @@ var flaters = sync.Pool{New: func() any {
 	return w
 }}
 
+var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 // chunkStore keeps chunks in a bbolt database (chunks.db), compressed
 // and keyed by their hash: a checkpoint adds its new chunks in one
 // transaction, where a file each cost a file creation per new chunk
@@ -303,8 +305,11 @@ func (c *chunkStore) getChunk(bucket *bolt.Bucket, h string, out *bytes.Buffer) 
 		defer f.Close()
 		z = f
 	}
-	r := flate.NewReader(z)
-	defer r.Close()
+	r := inflaters.Get().(io.ReadCloser) // a new one allocates 40 KB
+	defer inflaters.Put(r)
+	if err := r.(flate.Resetter).Reset(z, nil); err != nil {
+		return err
+	}
 	_, err := io.Copy(out, r)
 	return err
 }

@@ -120,6 +120,7 @@ type timeline struct {
 	// prev is the state the last capture read, nil before the first
 	// (see capture).
 	prev *cpState
+	enc  stateEncoder
 	// last is the state of the last checkpoint, read lazily.
 	last     *cpState
 	lastHash string
@@ -315,9 +316,14 @@ func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint,
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := json.Marshal(st)
+	b, err := tl.enc.encode(st)
 	if err != nil {
 		return nil, nil, err
+	}
+	if verifyCaptures {
+		if whole, err := json.Marshal(st); err != nil || string(whole) != string(b) {
+			return nil, nil, fmt.Errorf("overlay: timeline: a state encodes other than json.Marshal does (%v)", err)
+		}
 	}
 	hash := hashBytes(b)
 	prev, err := tl.lastState()
