@@ -152,7 +152,7 @@ func (tl *timeline) finishRewindLocked(id uint64, target *cpState, a Author) (*C
 		}
 		delete(tl.known, ino)
 	}
-	tl.prev = nil // every data file the target has changed
+	tl.prev, tl.seeded = nil, true // every data file the target has changed
 	hook("renamed")
 	d.mu.Lock()
 	t := &txn{reserved: true}

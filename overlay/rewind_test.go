@@ -407,3 +407,43 @@ func TestRewindRandomSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointAfterReopenReadsOnlyChanges: the first checkpoint after
+// the draft opens again takes what the last one found in the files that
+// did not change (the same records, not read again), and reads the
+// changed one.
+func TestCheckpointAfterReopenReadsOnlyChanges(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	w, err := Open(Options{Root: root, StateDir: state})
+	must(t, err)
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	for i := range 20 {
+		must(t, afero.WriteFile(f, fmt.Sprintf("f%d", i), fmt.Appendf(nil, "%d\n", i), 0o644))
+	}
+	_, err = d.Checkpoint(Author{Source: SourceMount}, "")
+	must(t, err)
+	w.Close()
+
+	w, err = Open(Options{Root: root, StateDir: state})
+	must(t, err)
+	defer w.Close()
+	d, _ = w.Draft("")
+	must(t, afero.WriteFile(d.Fs(SourceMount), "f0", []byte("changed\n"), 0o644))
+	d.tl.mu.Lock()
+	before, err := d.tl.lastState()
+	d.tl.mu.Unlock()
+	must(t, err)
+	cp, err := d.Checkpoint(Author{Source: SourceMount}, "")
+	must(t, err)
+	if cp == nil || len(cp.Files) != 1 || cp.Files[0] != "f0" {
+		t.Fatalf("checkpoint after reopening: %+v", cp)
+	}
+	after := d.tl.last
+	for ino, cd := range after.Data {
+		changed := after.Entries["f0"].Ino == ino
+		if same := before.Data[ino] == cd; same == changed {
+			t.Errorf("inode %d (changed: %v): record taken from the last checkpoint: %v", ino, changed, same)
+		}
+	}
+}

@@ -126,8 +126,10 @@ type timeline struct {
 	lastHash string
 	lastID   uint64
 	// known maps a data file's (size, mtime) to its content at the last
-	// look, so an unchanged file is not read again.
-	known map[uint64]*cpData
+	// look, so an unchanged file is not read again; seeded: taken from
+	// the last checkpoint (see seed).
+	known  map[uint64]*cpData
+	seeded bool
 	// holds counts steps under way (BeginStep): the quiet period makes
 	// no checkpoint meanwhile.
 	holds int

@@ -27,6 +27,9 @@ func (tl *timeline) cpPath(id uint64) string {
 // only what the draft touched since the one before (Draft.touched), and
 // shares the rest with it.
 func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
+	if !tl.seeded {
+		tl.seed()
+	}
 	prev := tl.prev
 	tl.prev = nil // until this capture is whole
 	st, logEnd, inos, err := tl.captureMeta(prev)
@@ -38,6 +41,24 @@ func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
 	}
 	tl.prev = st
 	return st, logEnd, nil
+}
+
+// seed takes what the last checkpoint found in each data file for
+// tl.known, once after the timeline opens: a daemon started again then
+// reads only the files changed since, not every file of a large draft.
+// Not after a rewind, which put other content under sizes and times the
+// last checkpoint may have seen.
+func (tl *timeline) seed() {
+	tl.seeded = true
+	last, err := tl.lastState()
+	if err != nil || last == nil {
+		return // the checkpoint that needs it says what is wrong
+	}
+	for ino, cd := range last.Data {
+		if tl.known[ino] == nil {
+			tl.known[ino] = cd
+		}
+	}
 }
 
 // verifyCaptures, set by tests, checks each incremental capture against
