@@ -4,9 +4,16 @@ package overlay
 
 import (
 	"bytes"
+	"compress/flate"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Joining a file's chunks again allocates the file's size once when the
@@ -60,5 +67,61 @@ func TestChunksGetAllocates(t *testing.T) {
 	// joining 3.4 times it before.
 	if most := 3 * uint64(len(content)); n > most {
 		t.Errorf("statChunks of a new %d MiB file allocated %d MiB, over %d MiB", len(content)>>20, n>>20, most>>20)
+	}
+}
+
+// TestChunksEarlierFiles: chunks an earlier version kept as files are
+// read, not stored again, and removed with the database's when no kept
+// checkpoint uses them.
+func TestChunksEarlierFiles(t *testing.T) {
+	dir := t.TempDir()
+	c := newChunkStore(dir, false)
+	defer c.close()
+	old := []byte("kept by an earlier version\n")
+	var z bytes.Buffer
+	w, _ := flate.NewWriter(&z, flate.BestSpeed)
+	w.Write(old)
+	w.Close()
+	h := hashBytes(old)
+	must(t, os.MkdirAll(filepath.Dir(c.filePath(h)), 0o700))
+	must(t, os.WriteFile(c.filePath(h), z.Bytes(), 0o600))
+
+	var hashes, fresh []string
+	must(t, c.batch(func() (err error) {
+		if hashes, err = c.put(old); err != nil {
+			return err
+		}
+		fresh, err = c.put([]byte("new\n"))
+		return err
+	}))
+	if len(hashes) != 1 || hashes[0] != h || len(c.pending) != 0 {
+		t.Fatalf("put of an earlier chunk: %v", hashes)
+	}
+	for _, want := range []string{string(old), "new\n"} {
+		hs := hashes
+		if want == "new\n" {
+			hs = fresh
+		}
+		got, err := c.get(hs, -1)
+		must(t, err)
+		if string(got) != want {
+			t.Errorf("get: %q, want %q", got, want)
+		}
+	}
+	var inDB int
+	must(t, c.view(func(b *bolt.Bucket) error {
+		inDB = b.Stats().KeyN
+		return nil
+	}))
+	if inDB != 1 {
+		t.Errorf("%d chunks in the database, want the new one only", inDB)
+	}
+
+	must(t, c.keepOnly(map[string]bool{}))
+	if _, err := os.Stat(c.filePath(h)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the earlier chunk's file is still there: %v", err)
+	}
+	if _, err := c.get(fresh, -1); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("get of a removed chunk: %v", err)
 	}
 }

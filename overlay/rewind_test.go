@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+	bolt "go.etcd.io/bbolt"
 )
 
 // viewSnapshot is the merged view: each path's type and mode, and a
@@ -445,5 +446,41 @@ func TestCheckpointAfterReopenReadsOnlyChanges(t *testing.T) {
 		if same := before.Data[ino] == cd; same == changed {
 			t.Errorf("inode %d (changed: %v): record taken from the last checkpoint: %v", ino, changed, same)
 		}
+	}
+}
+
+// TestTimelineExpires keeps the last checkpoints only, and the chunks
+// they use: a rewind to a kept one still works, and the chunks of
+// contents only dropped checkpoints had are gone.
+func TestTimelineExpires(t *testing.T) {
+	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir()})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	d.tl.keep = 2
+	f := d.Fs(SourceMount)
+	for i := range 50 { // the 50th expires
+		must(t, afero.WriteFile(f, "f", fmt.Appendf(nil, "version %d\n", i), 0o644))
+		_, err := d.Checkpoint(Author{Source: SourceMount}, "")
+		must(t, err)
+	}
+	ids, err := d.tl.ids()
+	must(t, err)
+	if len(ids) != 2 || ids[0] != 49 {
+		t.Fatalf("checkpoints kept: %v", ids)
+	}
+	var chunks int
+	must(t, d.tl.chunks.view(func(b *bolt.Bucket) error {
+		chunks = b.Stats().KeyN
+		return nil
+	}))
+	// Each kept checkpoint's state and its version of f.
+	if chunks != 4 {
+		t.Errorf("%d chunks kept, want 4", chunks)
+	}
+	_, err = d.Rewind(49, Author{Source: SourceCLI})
+	must(t, err)
+	if b, _ := afero.ReadFile(f, "f"); string(b) != "version 48\n" {
+		t.Errorf("after rewinding to 49: %q", b)
 	}
 }
