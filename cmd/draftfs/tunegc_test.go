@@ -8,10 +8,9 @@ import (
 	"time"
 )
 
-// TestTuneGC: unless the environment says otherwise, garbage is
-// collected at 4x the live heap, and more often above memoryLimit (the
-// daemon holding 100,000 nodes stays under 150 MB).
-func TestTuneGC(t *testing.T) {
+// tuneGCAfresh calls tuneGC with neither GOGC nor GOMEMLIMIT set, from
+// Go's defaults, which the test's end puts back.
+func tuneGCAfresh(t *testing.T) {
 	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
 	oldPercent := debug.SetGCPercent(100)
 	t.Cleanup(func() {
@@ -21,6 +20,13 @@ func TestTuneGC(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	tuneGC()
+}
+
+// TestTuneGC: unless the environment says otherwise, garbage is
+// collected at 4x the live heap, and more often above memoryLimit (the
+// daemon holding 100,000 nodes stays under 150 MB).
+func TestTuneGC(t *testing.T) {
+	tuneGCAfresh(t)
 	if got := debug.SetMemoryLimit(-1); got != memoryLimit {
 		t.Errorf("memory limit %d, want %d", got, memoryLimit)
 	}
@@ -40,15 +46,7 @@ func TestTuneGC(t *testing.T) {
 // the limit to half as much again (the collector would otherwise run
 // without a pause), and it comes back down when the heap does.
 func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
-	oldLimit := debug.SetMemoryLimit(math.MaxInt64)
-	oldPercent := debug.SetGCPercent(100)
-	t.Cleanup(func() {
-		debug.SetMemoryLimit(oldLimit)
-		debug.SetGCPercent(oldPercent)
-	})
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	tuneGC()
+	tuneGCAfresh(t)
 	// waitLimit collects until the limit is what want says.
 	waitLimit := func(want func(int64) bool) int64 {
 		var got int64
