@@ -484,3 +484,29 @@ func TestTimelineExpires(t *testing.T) {
 		t.Errorf("after rewinding to 49: %q", b)
 	}
 }
+
+// TestTimelineForgetsGoneFiles: what the timeline remembers of each data
+// file's content does not outlive the file (an agent that creates and
+// deletes thousands of files, over and over, would grow it without end).
+func TestTimelineForgetsGoneFiles(t *testing.T) {
+	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir()})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	for round := range 3 {
+		for i := range 100 {
+			must(t, afero.WriteFile(f, fmt.Sprintf("f%d", i), fmt.Appendf(nil, "%d %d\n", round, i), 0o644))
+		}
+		_, err := d.Checkpoint(Author{Source: SourceMount}, "")
+		must(t, err)
+		for i := range 100 {
+			must(t, f.Remove(fmt.Sprintf("f%d", i)))
+		}
+		_, err = d.Checkpoint(Author{Source: SourceMount}, "")
+		must(t, err)
+	}
+	if n := len(d.tl.known); n != 0 {
+		t.Errorf("the timeline remembers %d files the draft no longer has", n)
+	}
+}

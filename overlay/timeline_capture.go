@@ -39,6 +39,11 @@ func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
 	if err := tl.captureData(st, prev, inos); err != nil {
 		return nil, 0, err
 	}
+	for ino := range tl.known {
+		if st.Data[ino] == nil {
+			delete(tl.known, ino) // gone from the draft: not looked at again
+		}
+	}
 	tl.prev = st
 	return st, logEnd, nil
 }
