@@ -16,10 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The timeline keeps contents as chunks cut where the content itself
@@ -121,23 +119,9 @@ func (c *chunkStore) open() error {
 	} else if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return err
 	}
-	err := safe(func() (err error) {
-		c.db, err = bolt.Open(c.path, 0o600, &bolt.Options{
-			Timeout:        200 * time.Millisecond,
-			NoSync:         true,
-			NoFreelistSync: true,
-			FreelistType:   bolt.FreelistMapType,
-			ReadOnly:       c.readOnly,
-		})
-		return err
-	})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return fmt.Errorf("overlay: timeline: %s is in use by another draftfs process: stop it, or talk to it through its control socket", c.path)
-	}
-	if err != nil {
-		return fmt.Errorf("overlay: timeline: open %s: %w: %w", c.path, ErrCorrupt, err)
-	}
-	return nil
+	db, err := openBolt(c.path, c.readOnly) // its path names the timeline
+	c.db = db
+	return err
 }
 
 func (c *chunkStore) close() error {

@@ -64,8 +64,9 @@ type Draft struct {
 	// touched are the entries' keys and the inodes changed since the
 	// timeline last captured the draft (timeline.capture), inodes whose
 	// data file was opened for writing or set attributes of too: what
-	// the next capture reads again. Written with mu held for writing,
-	// or for reading by the capture.
+	// the next capture reads again. nil until the first capture, which
+	// reads everything. Written with mu held for writing, or for reading
+	// by the capture.
 	touched     map[string]struct{}
 	touchedInos map[uint64]struct{}
 	closed      bool
@@ -102,7 +103,6 @@ type Draft struct {
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{}, ctimes: map[string]int64{},
-		touched: map[string]struct{}{}, touchedInos: map[uint64]struct{}{},
 		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{}}
 	if !w.readOnly {
 		for _, sub := range []string{"data", "blobs", "undo"} {
@@ -386,7 +386,16 @@ func (d *Draft) countSubdir(key string, e *entry, sign int) {
 // held for writing.
 func (d *Draft) addWriter(ino uint64) {
 	d.writers[ino]++
-	d.touchedInos[ino] = struct{}{}
+	d.touchIno(ino)
+}
+
+// touchIno marks inode ino, its record or its data file, for the next
+// capture of the timeline (see Draft.touched). Must be called with d.mu
+// held for writing.
+func (d *Draft) touchIno(ino uint64) {
+	if d.touchedInos != nil {
+		d.touchedInos[ino] = struct{}{}
+	}
 }
 
 // apply makes t durable and then applies it to memory. Must be called
@@ -399,7 +408,9 @@ func (d *Draft) apply(t *txn) error {
 		return fmt.Errorf("overlay: draft %s: record change: %w", d.name, err)
 	}
 	for k, e := range t.entries {
-		d.touched[k] = struct{}{}
+		if d.touched != nil {
+			d.touched[k] = struct{}{}
+		}
 		old, had := d.entries[k]
 		if had && old.Ino != 0 {
 			if d.links[old.Ino]--; d.links[old.Ino] <= 0 {
@@ -426,7 +437,7 @@ func (d *Draft) apply(t *txn) error {
 		}
 	}
 	for ino, n := range t.inodes {
-		d.touchedInos[ino] = struct{}{}
+		d.touchIno(ino)
 		if n == nil {
 			delete(d.inodes, ino)
 			continue

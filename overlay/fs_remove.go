@@ -302,7 +302,7 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 		n.Mode = mode
 	}
 	if n.Data {
-		d.touchedInos[ino] = struct{}{} // its size or times: the data file's own
+		d.touchIno(ino) // its size or times: the data file's own
 		if a.Size != nil {
 			if err := os.Truncate(d.dataPath(n.dataName(ino)), *a.Size); err != nil {
 				return &fs.PathError{Op: "truncate", Path: "/" + key, Err: errors.Unwrap(err)}

@@ -90,7 +90,7 @@ func (d *Draft) DiscardHunks(ids []string, src Source) ([]string, error) {
 // and a commit's undo copy, a link of the old file, is untouched. Must
 // be called with d.mu held.
 func (d *Draft) replaceData(ino uint64, content []byte) error {
-	d.touchedInos[ino] = struct{}{}
+	d.touchIno(ino)
 	p := d.dataPath(d.dataOf(ino))
 	fi, err := os.Stat(p)
 	if err != nil {

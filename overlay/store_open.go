@@ -56,6 +56,31 @@ func (s *store) checkMissingDB() error {
 		s.path, s.walPath, ErrCorrupt)
 }
 
+// openBolt opens a bbolt database of the draft's (draft.db, the
+// timeline's chunks.db) as the draft uses them: NoSync (see
+// "Persistence" in doc.go), and an error that says so when another
+// process holds it.
+func openBolt(p string, readOnly bool) (*bolt.DB, error) {
+	var db *bolt.DB
+	err := safe(func() (err error) {
+		db, err = bolt.Open(p, 0o600, &bolt.Options{
+			Timeout:        200 * time.Millisecond,
+			NoSync:         true,
+			NoFreelistSync: true,
+			FreelistType:   bolt.FreelistMapType,
+			ReadOnly:       readOnly,
+		})
+		return err
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("overlay: %s is in use by another draftfs process: stop it, or talk to it through its control socket", p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("overlay: open %s: %w: %w", p, ErrCorrupt, err)
+	}
+	return db, nil
+}
+
 // openDB opens the database, creating it unless read only; read only and
 // missing, the store has no database (an empty draft).
 func (s *store) openDB() error {
@@ -70,21 +95,12 @@ func (s *store) openDB() error {
 			return err
 		}
 	}
-	err := safe(func() (err error) {
-		s.db, err = bolt.Open(p, 0o600, &bolt.Options{
-			Timeout:        200 * time.Millisecond,
-			NoSync:         true, // see "Persistence" in doc.go
-			NoFreelistSync: true,
-			FreelistType:   bolt.FreelistMapType,
-			ReadOnly:       s.readOnly,
-		})
+	var err error
+	if s.db, err = openBolt(p, s.readOnly); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return fmt.Errorf("%w (nothing was changed: run draftfs check to see what can be recovered)", err)
+		}
 		return err
-	})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return fmt.Errorf("overlay: %s is in use by another draftfs process: stop it, or talk to it through its control socket", p)
-	}
-	if err != nil {
-		return fmt.Errorf("overlay: open %s: %w: %w (nothing was changed: run draftfs check to see what can be recovered)", p, ErrCorrupt, err)
 	}
 	// Read only at first: nothing is written before the log is read
 	// and found whole (see initDB).
