@@ -168,12 +168,10 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	// is missed.
 	s.sub = d.Workspace().SubscribeFollowed()
 	raw := rawFS{noopendir.FS{RawFileSystem: gofs.NewNodeFS(s.root, fopts)}, s}
-	dev, mountArg := -1, mp
-	if opts.IOURing {
-		if dev, mountArg, err = uring.PrepareMount(mp, &fopts.MountOptions); err != nil {
-			s.sub.Close()
-			return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
-		}
+	dev, mountArg, err := uring.PrepareMount(mp, &fopts.MountOptions, opts.IOURing)
+	if err != nil {
+		s.sub.Close()
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mp, err)
 	}
 	srv, err := fuse.NewServer(raw, mountArg, &fopts.MountOptions)
 	if err != nil {
@@ -185,11 +183,11 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	}
 	s.fuse = srv
 	s.pt.Kernel, s.pt.Logf = srv, s.logf
-	// go-fuse answered INIT in NewServer; srv.Serve reads /dev/fuse
-	// from then on, unless the mount moves to io_uring. The end of
-	// serve marks the mount gone: go-fuse closes /dev/fuse after its
-	// loops ended (srv.Wait returns before that), the ring after its
-	// workers.
+	// go-fuse answered INIT in NewServer; our transports serve the
+	// requests from then on (see uring.ServeGoFuse), go-fuse's srv.Serve
+	// only with --debug. The end of serve marks the mount gone: go-fuse
+	// closes /dev/fuse after its loops ended (srv.Wait returns before
+	// that), ours after their readers and workers.
 	serve := srv.Serve
 	if dev >= 0 {
 		serve, s.ring = uring.ServeGoFuse(srv, dev, raw, &fopts.MountOptions, s.logf)

@@ -1,8 +1,10 @@
 package uring
 
 import (
+	"cmp"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,14 +53,15 @@ func BenchmarkTransport(b *testing.B) {
 		}},
 	}
 	for _, wl := range workloads {
-		for _, mode := range []string{"dev", "ring", "gofuse", "gofuse-ring"} {
+		for _, mode := range []string{"dev", "ring", "gofuse", "gofuse-dev", "gofuse-ring"} {
 			b.Run(wl.name+"/"+mode, func(b *testing.B) {
 				fs := &toyFS{ring: mode == "ring"}
 				var mnt string
 				switch mode {
-				case "gofuse", "gofuse-ring":
+				case "gofuse", "gofuse-dev", "gofuse-ring":
 					raw := &toyRaw{RawFileSystem: fuse.NewDefaultRawFileSystem(), t: fs}
-					mnt, _ = goFuseMount(b, raw, fuse.MountOptions{MaxWrite: toyMaxWrite}, mode == "gofuse-ring")
+					transport := cmp.Or(strings.TrimPrefix(mode, "gofuse-"), "gofuse")
+					mnt, _ = goFuseMount(b, raw, fuse.MountOptions{MaxWrite: toyMaxWrite}, transport)
 				default:
 					mnt = toyMount(b, fs, 2)
 				}

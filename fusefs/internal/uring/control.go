@@ -2,7 +2,6 @@ package uring
 
 import (
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -56,32 +55,7 @@ func (s *Server) control(fd int, forget func(nodeID, nlookup uint64)) {
 			return // ENODEV: unmounted
 		}
 		in := (*fuse.InHeader)(unsafe.Pointer(&buf[0]))
-		arg := buf[hsize:n]
-		switch in.Opcode {
-		case opForget: // struct fuse_forget_in
-			if len(arg) >= 8 && in.NodeId != pollHackInode {
-				forget(in.NodeId, *(*uint64)(unsafe.Pointer(&arg[0])))
-			}
-		case opBatchForget: // struct fuse_batch_forget_in, then fuse_forget_one each
-			if len(arg) < 8 {
-				continue
-			}
-			count := int(*(*uint32)(unsafe.Pointer(&arg[0])))
-			for i := range count {
-				off := 8 + 16*i
-				if off+16 > len(arg) {
-					break
-				}
-				node := *(*uint64)(unsafe.Pointer(&arg[off]))
-				if node != pollHackInode {
-					forget(node, *(*uint64)(unsafe.Pointer(&arg[off+8])))
-				}
-			}
-		case opInterrupt: // struct fuse_interrupt_in; no reply
-			if len(arg) >= 8 {
-				s.interrupt(*(*uint64)(unsafe.Pointer(&arg[0])))
-			}
-		default:
+		if !s.unanswered(in, buf[hsize:n], forget) {
 			// Nothing else comes here once the ring is ready; answer
 			// rather than leave a caller waiting.
 			out := fuse.OutHeader{Length: 16, Status: -int32(unix.ENOSYS), Unique: in.Unique}
@@ -90,48 +64,37 @@ func (s *Server) control(fd int, forget func(nodeID, nlookup uint64)) {
 	}
 }
 
-// begin records e's request as in flight, cancelled already when its
-// interrupt came first: the kernel hands a request to an entry and may
-// queue its interrupt on /dev/fuse before the entry's worker wakes.
-func (s *Server) begin(e *entry, unique uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight[unique] = e
-	if i := slices.Index(s.early[:], unique); i >= 0 {
-		s.early[i] = 0
-		s.cancel(e)
+// unanswered takes the requests that get no reply, which the kernel
+// sends on /dev/fuse only: FORGET and BATCH_FORGET, handed to forget,
+// and INTERRUPT, which cancels its request (see flights). It reports
+// whether in was one of them; arg is what follows the header.
+func (f *flights) unanswered(in *fuse.InHeader, arg []byte, forget func(nodeID, nlookup uint64)) bool {
+	switch in.Opcode {
+	case opForget: // struct fuse_forget_in
+		if len(arg) >= 8 && in.NodeId != pollHackInode {
+			forget(in.NodeId, *(*uint64)(unsafe.Pointer(&arg[0])))
+		}
+	case opBatchForget: // struct fuse_batch_forget_in, then fuse_forget_one each
+		if len(arg) < 8 {
+			return true
+		}
+		count := int(*(*uint32)(unsafe.Pointer(&arg[0])))
+		for i := range count {
+			off := 8 + 16*i
+			if off+16 > len(arg) {
+				break
+			}
+			node := *(*uint64)(unsafe.Pointer(&arg[off]))
+			if node != pollHackInode {
+				forget(node, *(*uint64)(unsafe.Pointer(&arg[off+8])))
+			}
+		}
+	case opInterrupt: // struct fuse_interrupt_in
+		if len(arg) >= 8 {
+			f.interrupt(*(*uint64)(unsafe.Pointer(&arg[0])))
+		}
+	default:
+		return false
 	}
-}
-
-// end forgets e's request; a closed cancel channel is replaced, since
-// the entry's next request must not start cancelled.
-func (s *Server) end(e *entry, unique uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.inflight, unique)
-	if e.cancelled {
-		e.cancel, e.cancelled = make(chan struct{}), false
-	}
-}
-
-// interrupt cancels the request unique. One no worker holds is either
-// answered already or not yet taken: the last few such are kept for
-// begin (uniques only grow, and the kernel sends one interrupt per
-// request).
-func (s *Server) interrupt(unique uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.inflight[unique]; e != nil {
-		s.cancel(e)
-		return
-	}
-	s.early[s.nextEarly] = unique
-	s.nextEarly = (s.nextEarly + 1) % len(s.early)
-}
-
-func (s *Server) cancel(e *entry) {
-	if !e.cancelled {
-		close(e.cancel)
-		e.cancelled = true
-	}
+	return true
 }

@@ -11,23 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// opInit is INIT's opcode.
-const opInit = 26
-
-// opInSize is the size of each opcode's fixed argument (in_args[0] in
-// the kernel), which read(2) returns right after the header, for a
-// server that negotiates neither FUSE_SETXATTR_EXT nor request
-// extensions (the sizes of include/uapi/linux/fuse.h at 7.45). The ring
-// needs no table: its header's length gives the size.
-var opInSize = map[uint32]int{
-	1: 0, opForget: 8, 3: 16, 4: 88, 5: 0, 6: 0, 8: 16, 9: 8, 10: 0, 11: 0,
-	12: 8, 13: 8, 14: 8, 15: 40, 16: 40, 17: 0, 18: 24, 20: 16, 21: 8,
-	22: 8, 23: 8, 24: 0, 25: 24, opInit: 64, 27: 8, 28: 40, 29: 24, 30: 16,
-	31: 56, 32: 56, 33: 56, 34: 8, 35: 16, opInterrupt: 8, 37: 16, 38: 0,
-	39: 32, 40: 24, opBatchForget: 8, 43: 32, 44: 40, 45: 16, 46: 24,
-	47: 56, 50: 8, 51: 16, 52: 24,
-}
-
 // DevLoop serves a FUSE connection through read(2) and write(2) on
 // /dev/fuse: the classic transport, which a ring server keeps running
 // for forgets and interrupts (the kernel never sends those over the
@@ -42,8 +25,8 @@ type DevLoop struct {
 	wg          sync.WaitGroup
 }
 
-// ServeDev starts readers goroutines reading requests from dev.
-func ServeDev(dev int, readers int, h Handler) *DevLoop {
+// serveToyDev starts readers goroutines reading requests from dev.
+func serveToyDev(dev int, readers int, h Handler) *DevLoop {
 	l := &DevLoop{dev: dev, handler: h, Initialized: make(chan struct{})}
 	for range readers {
 		l.wg.Add(1)
@@ -71,7 +54,7 @@ func (l *DevLoop) read() {
 		}
 		in := (*fuse.InHeader)(unsafe.Pointer(&buf[0]))
 		hsize := int(unsafe.Sizeof(fuse.InHeader{}))
-		size := min(opInSize[in.Opcode], n-hsize)
+		size := min(int(opInSize[in.Opcode]), n-hsize)
 		copy(inBuf, buf[:hsize+size])
 		clear(inBuf[hsize+size:])
 		req := Request{In: inBuf[:hsize+size], Payload: buf[hsize+size : n], Cancel: cancel}

@@ -1,13 +1,15 @@
-// Package uring speaks FUSE over io_uring (Linux 6.14+, enabled by
-// /sys/module/fuse/parameters/enable_uring): the server registers ring
-// entries on the /dev/fuse descriptor with IORING_OP_URING_CMD, and the
-// kernel hands each FUSE request to a free entry instead of queueing it
-// for read(2); the answer goes back with the next entry fetch in one
-// io_uring_enter. go-fuse does not speak this protocol, and no Go
-// io_uring library on the module proxy issues 128-byte URING_CMD SQEs,
-// so this package drives the ring with raw syscalls. It is not public
-// API: see the package notes in /work/notes (session 10, i18u) for what
-// it measured and what serving the draftfs mount over it would take.
+// Package uring serves a go-fuse file system's FUSE requests without
+// go-fuse's server, through one handler (RawHandler): over io_uring
+// (Linux 6.14+, enabled by /sys/module/fuse/parameters/enable_uring),
+// where the server registers ring entries on the /dev/fuse descriptor
+// with IORING_OP_URING_CMD and the kernel hands each FUSE request to a
+// free entry instead of queueing it for read(2), the answer going back
+// with the next entry fetch in one io_uring_enter; and over /dev/fuse
+// with read(2) and write(2) (DevServer), one reader at a time. go-fuse
+// does not speak the ring protocol, and no Go io_uring library on the
+// module proxy issues 128-byte URING_CMD SQEs, so this package drives
+// the ring with raw syscalls. It is not public API: see the package
+// notes in /work/notes (session 10, i18u) for what the ring measured.
 package uring
 
 import (

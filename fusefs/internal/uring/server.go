@@ -115,13 +115,8 @@ type Server struct {
 
 	// ctlDone is closed when the reader Control started has ended.
 	ctlDone chan struct{}
-	// inflight holds the requests being answered, by unique; early, the
-	// last interrupts of requests no worker had yet taken (see
-	// interrupt). Both under mu.
-	mu        sync.Mutex
-	inflight  map[uint64]*entry
-	early     [16]uint64
-	nextEarly int
+	// flights are the requests the workers answer, for interrupts.
+	flights
 }
 
 // Serve registers ring entries on the /dev/fuse descriptor dev, whose
@@ -157,7 +152,7 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 		return nil, fmt.Errorf("fuse over io_uring: dup /dev/fuse: %w", err)
 	}
 	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192), done: make(chan struct{}),
-		idle: make([]atomic.Int32, n), count: make([]atomic.Int32, n), inflight: map[uint64]*entry{}}
+		idle: make([]atomic.Int32, n), count: make([]atomic.Int32, n)}
 	ready := make(chan error, n*workers)
 	for qid := range n {
 		for range workers {
@@ -205,16 +200,13 @@ func (s *Server) fail(err error) {
 // connection's life, which Go's heap does not promise; pages cost only
 // once touched.
 type entry struct {
-	mem     []byte
-	hdr     []byte // struct fuse_uring_req_header
-	payload []byte
-	out     []byte // reply body, copied to payload at commit
-	in      []byte // header and fixed argument, contiguous
-	iov     *[2]unix.Iovec
-	// cancel is the request's Request.Cancel; closed (cancelled) by an
-	// interrupt, it is replaced before the entry takes the next one.
-	cancel    chan struct{}
-	cancelled bool
+	mem      []byte
+	hdr      []byte // struct fuse_uring_req_header
+	payload  []byte
+	out      []byte // reply body, copied to payload at commit
+	in       []byte // header and fixed argument, contiguous
+	iov      *[2]unix.Iovec
+	canceler // the request's Request.Cancel
 }
 
 func newEntry(payload int) (*entry, error) {
@@ -224,7 +216,7 @@ func newEntry(payload int) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap ring entry: %w", err)
 	}
-	e := &entry{mem: mem, cancel: make(chan struct{})}
+	e := &entry{mem: mem, canceler: newCanceler()}
 	off := 0
 	take := func(n int) []byte { b := mem[off : off+n : off+n]; off += n; return b }
 	e.iov = (*[2]unix.Iovec)(unsafe.Pointer(&take(iovSize)[0]))
@@ -347,15 +339,15 @@ func (s *Server) answer(r *ring, e *entry, qid uint16) {
 	copy(e.in[hsize:], e.hdr[opInOffset:opInOffset+opSize])
 	clear(e.in[hsize+opSize:])
 	unique := in.Unique
-	s.begin(e, unique)
-	req := Request{In: e.in[:hsize+opSize], Payload: e.payload[:psz], Cancel: e.cancel}
+	s.begin(&e.canceler, unique)
+	req := Request{In: e.in[:hsize+opSize], Payload: e.payload[:psz], Cancel: e.ch}
 	out := e.out
 	inPlace := bulkReply(in.Opcode) && psz == 0
 	if inPlace {
 		out = e.payload
 	}
 	n, errno := s.handler(&req, out)
-	s.end(e, unique)
+	s.end(&e.canceler, unique)
 	if errno != 0 {
 		n = 0
 	} else if !inPlace {

@@ -114,7 +114,7 @@ func toyMount(tb testing.TB, t *toyFS, readers int) string {
 	tb.Helper()
 	mnt := tb.TempDir()
 	dev := mountByHand(tb, mnt, &fuse.MountOptions{Name: "draftfs-toy", AllowOther: true, MaxWrite: toyMaxWrite}, t.ring)
-	loop := ServeDev(dev, readers, t.serve)
+	loop := serveToyDev(dev, readers, t.serve)
 	var rs *Server
 	tb.Cleanup(func() {
 		if err := unix.Unmount(mnt, 0); err != nil {
