@@ -204,7 +204,7 @@ func dirLinks(lower uint32, subdirs int) uint32 {
 
 // draftInfo describes a draft inode.
 func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*fileInfo, error) {
-	i := &fileInfo{name: name, mode: n.Mode, attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid), Rdev: n.Rdev}}
+	i := draftMeta(name, ino, n, nlink)
 	switch {
 	case n.Data:
 		var st unix.Stat_t
@@ -222,6 +222,23 @@ func (d *Draft) draftInfo(name, key string, ino uint64, n *inode, nlink int) (*f
 	}
 	i.mtime, i.attr.Atime, i.attr.Ctime = n.times()
 	return i, nil
+}
+
+// draftMeta is what draftInfo knows of a draft inode without its data
+// file: a file's size and times are left zero.
+func draftMeta(name string, ino uint64, n *inode, nlink int) *fileInfo {
+	return &fileInfo{name: name, mode: n.Mode, attr: Attr{Ino: ino, Nlink: uint32(nlink), Uid: uint32(n.Uid), Gid: uint32(n.Gid), Rdev: n.Rdev}}
+}
+
+// describeMeta is describe for decisions on the type, mode and owner of
+// what key holds: a draft file's data file is not stat'ed, its size and
+// times are left zero (SETATTR and opens for writing, four of the
+// eleven stats of its data file a file tar creates would cost).
+func (d *Draft) describeMeta(key string, p peeked) (fs.FileInfo, error) {
+	if p.err == nil && p.ino != 0 && p.n.Data {
+		return draftMeta(baseOf(key), p.ino, &p.n, p.nlink), nil
+	}
+	return d.describe(key, p)
 }
 
 // times are the mtime, atime and ctime of an inode without Data.

@@ -179,7 +179,7 @@ func (f *Fs) setattr(name string, a Attrs, stat bool) (fs.FileInfo, error) {
 	d := f.d
 	d.mu.Lock()
 	p := d.peek(key)
-	fi, err := d.describe(key, p)
+	fi, err := d.describeMeta(key, p)
 	if err != nil {
 		d.mu.Unlock()
 		return nil, err

@@ -147,7 +147,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Source) (afero.File, error) {
 	d.mu.Lock()
 	p := d.peek(key)
-	fi, err := d.describe(key, p)
+	fi, err := d.describeMeta(key, p)
 	var ino uint64
 	var fd *os.File
 	switch {
