@@ -66,7 +66,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if t, ok := in.GetMTime(); ok {
 		a.Mtime = &t
 	}
-	key, cur, errno := n.current()
+	// Only the type, mode and owner of cur are read, unless nothing
+	// is asked.
+	key, cur, errno := n.currentBy(n.srv.fsys.LstatMeta)
 	if errno != 0 {
 		// Only ftruncate of an unlinked open file can still be served.
 		if a.Size == nil || a.Mode != nil || a.Uid != nil || a.Gid != nil || a.Atime != nil || a.Mtime != nil {
@@ -96,8 +98,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		}
 	}
 	if a == (overlay.Attrs{}) { // nothing asked
-		n.srv.fill(&out.Attr, cur)
-		return 0
+		return n.Getattr(ctx, f, out)
 	}
 	fi, err := n.srv.as(ctx).SetattrStat(key, a)
 	if err != nil {

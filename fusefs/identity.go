@@ -43,11 +43,17 @@ func (n *node) childKey(name string) (string, bool) {
 // n's: reads and writes by its path reach it, as on a network file
 // system; the change feed makes the kernel look the path up again.
 func (n *node) current() (string, fs.FileInfo, syscall.Errno) {
+	return n.currentBy(n.srv.fsys.Lstat)
+}
+
+// currentBy is current with lstat describing the path: overlay's
+// LstatMeta where the type, mode and owner are enough.
+func (n *node) currentBy(lstat func(string) (fs.FileInfo, error)) (string, fs.FileInfo, syscall.Errno) {
 	key, ok := n.key()
 	if !ok {
 		return "", nil, syscall.ENOENT
 	}
-	fi, err := n.srv.fsys.Lstat(key)
+	fi, err := lstat(key)
 	if err != nil {
 		e := n.srv.errno("lstat", err)
 		if e == syscall.ENOTDIR {

@@ -53,6 +53,21 @@ func (f *Fs) Lstat(name string) (fs.FileInfo, error) {
 	return f.d.lstat(clean(name))
 }
 
+// LstatMeta is Lstat for decisions on the type, mode and owner of
+// name: a draft file's data file is not stat'ed, its size and times are
+// left zero.
+func (f *Fs) LstatMeta(name string) (fs.FileInfo, error) {
+	d, key := f.d, clean(name)
+	d.mu.RLock()
+	p := d.peek(key)
+	if p.ino != 0 {
+		defer d.mu.RUnlock() // as in lstatListed
+		return d.describeMeta(key, p)
+	}
+	d.mu.RUnlock()
+	return d.describe(key, p)
+}
+
 // LstatIfPossible implements afero.Lstater.
 func (f *Fs) LstatIfPossible(name string) (fs.FileInfo, bool, error) {
 	fi, err := f.Lstat(name)

@@ -3,6 +3,8 @@
 package overlay_test
 
 import (
+	"errors"
+	"io/fs"
 	"syscall"
 	"testing"
 	"time"
@@ -64,5 +66,36 @@ func TestMemMapDisk(t *testing.T) {
 	}
 	if _, err := v.Lstat("d"); overlay.Errno(err) != syscall.ENOENT {
 		t.Fatalf("lstat of a removed directory: %v", err)
+	}
+}
+
+// TestLstatMeta: LstatMeta gives Lstat's type, mode, owner and inode
+// for draft and disk objects alike (what the mount decides a SETATTR
+// on), without a draft file's size.
+func TestLstatMeta(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"disk.txt": "on disk", "dir/x": "x"})
+	mustWrite(t, e.v, "draft.txt", "in the draft")
+	if err := e.v.Chmod("draft.txt", 0o640|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.v.Symlink("draft.txt", "link"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"disk.txt", "draft.txt", "dir", "link", ""} {
+		want, err := e.v.Lstat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.v.LstatMeta(name)
+		if err != nil {
+			t.Fatalf("LstatMeta(%q): %v", name, err)
+		}
+		wa, ga := want.Sys().(*overlay.Attr), got.Sys().(*overlay.Attr)
+		if got.Mode() != want.Mode() || ga.Ino != wa.Ino || ga.Uid != wa.Uid || ga.Gid != wa.Gid {
+			t.Errorf("LstatMeta(%q) = %v ino %d owner %d:%d, Lstat %v ino %d owner %d:%d", name, got.Mode(), ga.Ino, ga.Uid, ga.Gid, want.Mode(), wa.Ino, wa.Uid, wa.Gid)
+		}
+	}
+	if _, err := e.v.LstatMeta("missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LstatMeta of a missing name: %v", err)
 	}
 }
