@@ -144,12 +144,15 @@ func TestCommitPacesFollowers(t *testing.T) {
 func TestCommitWatchedPacesFollowers(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
-	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true})
+	// The walk waits for the subscription: its overflow, published
+	// once every directory is watched, would otherwise go before it.
+	after := make(chan struct{})
+	w, err := Open(Options{Root: root, StateDir: t.TempDir(), Watch: true, WatchAfter: after})
 	must(t, err)
 	defer w.Close()
 	sub := w.SubscribeFollowed()
 	defer sub.Close()
-	// The overflow published once every directory is watched.
+	close(after)
 	for watched := false; !watched; {
 		select {
 		case c := <-sub.C:
