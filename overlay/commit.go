@@ -4,9 +4,12 @@ package overlay
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay/internal/textmerge"
 )
@@ -68,11 +71,18 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 		}
 	}
 	d.mu.Lock()
+	// What the checks and the plan below ask of the disk's directories
+	// is asked once; readers may look in again once the ops run.
+	d.owners = map[string]Owner{}
+	unlock := func() {
+		d.owners = nil
+		d.mu.Unlock()
+	}
 	var parts map[string]*partialFile
 	if len(opts.Hunks) > 0 {
 		ch, err := d.chooseHunksLocked(opts.Hunks, files)
 		if err != nil {
-			d.mu.Unlock()
+			unlock()
 			return nil, err
 		}
 		opts.Keys, parts = ch.keys, ch.partial
@@ -81,14 +91,14 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	res := &CommitResult{DryRun: opts.DryRun, Applied: []StatusEntry{}}
 	status, err := d.statusOf(chosen)
 	if err != nil {
-		d.mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	res.Applied = status
 	noop := d.noopLocked(chosen)
 	merged, conflicts, err := d.checkLocked(chosen, noop)
 	if err != nil {
-		d.mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	linked := d.linkedParentsLocked(chosen)
@@ -99,14 +109,14 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 		merged[k] = textmerge.Apply(p.old, p.cur, p.chosen)
 	}
 	if len(chosen) == 0 || opts.DryRun {
-		d.mu.Unlock()
+		unlock()
 		return res, nil
 	}
 	if len(status) == 0 && len(linked) == 0 {
 		// Only entries that change nothing (see same): drop them, so
 		// the view shows what the user has, and write nothing.
 		publish, err := d.dropLocked(sortedKeys(chosen), opts.Source)
-		d.mu.Unlock()
+		unlock()
 		if err != nil {
 			return nil, err
 		}
@@ -114,23 +124,24 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 		return res, nil
 	}
 	if len(linked) > 0 {
-		d.mu.Unlock()
+		unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d path(s) below a directory that is a symlink on disk now, nothing written: %w", len(linked), ErrConflict)
 	}
 	if len(privileged) > 0 {
-		d.mu.Unlock()
+		unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d path(s) with set-id bits or another owner, nothing written: %w", len(privileged), ErrConflict)
 	}
 	if len(res.Conflicts) > 0 && !opts.Force {
-		d.mu.Unlock()
+		unlock()
 		return res, fmt.Errorf("overlay: commit refused, %d conflicting path(s), nothing written: %w", len(res.Conflicts), ErrConflict)
 	}
 	rec, err := d.prepareLocked(chosen, merged, noop, parts, opts)
 	if err != nil {
-		d.mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	res.ID = rec.ID
+	d.owners = nil
 	err = d.runLocked(rec, opts.Progress)
 	if err == nil {
 		// Best effort: the commit is done; what is left is collected
@@ -181,32 +192,37 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 	if err := os.RemoveAll(d.undoDir(id)); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(d.undoDir(id), "data"), 0o700); err != nil {
+	keepDir := filepath.Join(d.undoDir(id), "data")
+	if err := os.MkdirAll(keepDir, 0o700); err != nil {
 		return nil, err
 	}
+	kept, err := unix.Open(keepDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: keepDir, Err: err}
+	}
+	defer unix.Close(kept)
 	if err := os.MkdirAll(filepath.Join(d.undoDir(id), "disk"), 0o700); err != nil {
 		return nil, err
 	}
 	rec.Paths = sortedKeys(chosen)
 	for _, k := range rec.Paths {
 		e := chosen[k]
-		if e.Ino == 0 {
-			continue
+		if e.Ino == 0 || rec.Inode[e.Ino] != nil {
+			continue // none, or kept for another of its names
 		}
 		n := d.inodes[e.Ino]
 		rec.Inode[e.Ino] = n
 		if n.Data {
-			keep := filepath.Join(d.undoDir(id), "data", fmt.Sprintf("%x", e.Ino))
-			if _, err := os.Lstat(keep); err == nil {
-				continue
-			}
 			// A link shares the content; a file still open for writing
 			// changes on after the commit, so undo gets a copy of it.
-			link := os.Link
+			keep := fmt.Sprintf("%x", e.Ino)
+			var err error
 			if d.writers[e.Ino] > 0 {
-				link = copyFile
+				err = copyFile(d.dataPath(n.dataName(e.Ino)), filepath.Join(keepDir, keep))
+			} else if err = unix.Linkat(d.data, n.dataName(e.Ino), kept, keep, 0); err != nil {
+				err = &fs.PathError{Op: "link", Path: d.dataPath(n.dataName(e.Ino)), Err: err}
 			}
-			if err := link(d.dataPath(n.dataName(e.Ino)), keep); err != nil {
+			if err != nil {
 				return nil, fmt.Errorf("overlay: commit: keep %q for undo: %w", k, err)
 			}
 		}

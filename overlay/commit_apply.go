@@ -15,9 +15,21 @@ import (
 
 // applyOps applies rec's ops in order, from where a crash left them; an
 // op that fails rolls the commit back. It reads nothing of the draft's
-// maps (see shareableLocked).
+// maps (see shareableLocked). On the OS's disk, runs of writes go in
+// batches, each renamed into place while the next is written.
 func (d *Draft) applyOps(rec *commitRecord, progress func(int, int)) error {
-	total := len(rec.Ops)
+	var pending *batch // written, being synced
+	written, placed := &parents{root: d.w.dir}, &parents{root: d.w.dir}
+	defer written.close()
+	defer placed.close()
+	place := func(last int) error {
+		if pending == nil {
+			return nil
+		}
+		bt := pending
+		pending = nil
+		return d.placeBatch(rec, bt, last, placed, progress)
+	}
 	for i := 0; i < len(rec.Ops); i++ {
 		op := &rec.Ops[i]
 		if op.Kind != opStage && rec.State == stateStaging {
@@ -34,11 +46,26 @@ func (d *Draft) applyOps(rec *commitRecord, progress func(int, int)) error {
 			for j < len(rec.Ops) && j-i < writeBatch && (rec.Ops[j].Kind == opWrite || rec.Ops[j].Kind == opMkdir) {
 				j++
 			}
-			if err := d.writeOps(rec, i, j, progress); err != nil {
+			bt, failed, err := d.writeBatch(rec, i, j, written)
+			if err == nil {
+				if err = place(j - 1); err != nil {
+					<-bt.synced
+					return err
+				}
+				pending = bt
+				i = j - 1
+				continue
+			}
+			if pending != nil {
+				<-pending.synced
+			}
+			if failed < 0 {
 				return err
 			}
-			i = j - 1
-			continue
+			return d.failedLocked(rec, failed, failed, err)
+		}
+		if err := place(i - 1); err != nil {
+			return err
 		}
 		if testHookOp != nil {
 			if err := testHookOp(i); err != nil {
@@ -49,10 +76,10 @@ func (d *Draft) applyOps(rec *commitRecord, progress func(int, int)) error {
 			return d.failedLocked(rec, i, i, err)
 		}
 		if progress != nil {
-			progress(i+1, total)
+			progress(i+1, len(rec.Ops))
 		}
 	}
-	return nil
+	return place(len(rec.Ops) - 1)
 }
 
 // applyOp performs one op; each can be run again after a crash.
@@ -110,10 +137,14 @@ func (d *Draft) applyOp(rec *commitRecord, op *commitOp) error {
 		}
 		return disk.Chmod(diskName(op.Path), op.Mode)
 	case opWrite:
-		if err := d.writeTemp(rec, op, nil); err != nil {
+		// On the OS's disk, writes go in batches (writeOps).
+		src, err := d.opContent(rec, op)
+		if err != nil {
 			return err
 		}
-		return d.placeTemp(rec, op)
+		defer src.Close()
+		op.Hash, err = d.writeDisk(rec, op.Path, op.Mode, op.Owner, src)
+		return err
 	case opLink:
 		return d.linkDisk(rec, op)
 	case opSymlink:
@@ -136,7 +167,12 @@ func (d *Draft) clear(key string) error {
 
 // tempName is a hidden name next to key for an atomic replace.
 func tempName(rec *commitRecord, key string) string {
-	return join(parentOf(key), fmt.Sprintf(".%s.draftfs-%d", baseOf(key), rec.ID))
+	return join(parentOf(key), tempBase(rec, baseOf(key)))
+}
+
+// tempBase is tempName's last element, for a file named name.
+func tempBase(rec *commitRecord, name string) string {
+	return fmt.Sprintf(".%s.draftfs-%d", name, rec.ID)
 }
 
 // chown gives what is at key (a symlink itself) its owner, when one is

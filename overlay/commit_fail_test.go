@@ -128,26 +128,40 @@ func TestCommitFailingOnFullDiskRollsBack(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
 	}
-	root := t.TempDir()
-	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(root, syscall.MNT_DETACH) })
-	filler := filepath.Join(root, ".filler")
-	initial := map[string]string{"a/1": "one\n", "a/keep": "k\n", "b/2": "two\n"}
-	failingCommit(t, root, t.TempDir(), initial,
-		func(f *Fs) {
-			must(t, f.MkdirAll("new", 0o755))
-			for i := range 20 {
-				must(t, afero.WriteFile(f, fmt.Sprintf("new/%02d", i), []byte(strings.Repeat("n", 64<<10)), 0o644))
+	// Batches of 3 writes: the write that fails comes while the batch
+	// before is synced, not yet renamed.
+	for _, batch := range []int{writeBatch, 3} {
+		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
+			withWriteBatch(t, batch)
+			root := t.TempDir()
+			if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=2m"); err != nil {
+				t.Skipf("cannot mount a tmpfs: %v", err)
 			}
-			must(t, f.Rename("a/1", "new/1-renamed"))
-			must(t, afero.WriteFile(f, "b/2", []byte("changed\n"), 0o644))
-		},
-		func() {
-			// Room for a few of the new files only.
-			must(t, os.WriteFile(filler, make([]byte, 1500<<10), 0o600))
-		},
-		func() { os.Remove(filler) },
-		"no space left")
+			t.Cleanup(func() { syscall.Unmount(root, syscall.MNT_DETACH) })
+			filler := filepath.Join(root, ".filler")
+			initial := map[string]string{"a/1": "one\n", "a/keep": "k\n", "b/2": "two\n"}
+			failingCommit(t, root, t.TempDir(), initial,
+				func(f *Fs) {
+					must(t, f.MkdirAll("new", 0o755))
+					for i := range 20 {
+						must(t, afero.WriteFile(f, fmt.Sprintf("new/%02d", i), []byte(strings.Repeat("n", 64<<10)), 0o644))
+					}
+					must(t, f.Rename("a/1", "new/1-renamed"))
+					must(t, afero.WriteFile(f, "b/2", []byte("changed\n"), 0o644))
+				},
+				func() {
+					// Room for a few of the new files only.
+					must(t, os.WriteFile(filler, make([]byte, 1500<<10), 0o600))
+				},
+				func() { os.Remove(filler) },
+				"no space left")
+		})
+	}
+}
+
+// withWriteBatch has commits share a sync among n writes for the test.
+func withWriteBatch(t *testing.T, n int) {
+	old := writeBatch
+	writeBatch = n
+	t.Cleanup(func() { writeBatch = old })
 }

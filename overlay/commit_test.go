@@ -5,10 +5,12 @@ package overlay
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -190,6 +192,10 @@ func TestCommitMatrix(t *testing.T) {
 			must(t, f.Mkdir("dir", 0o755))
 			must(t, afero.WriteFile(f, "dir/fresh", []byte("f\n"), 0o644))
 		}, "M dir/\nA dir/fresh", map[string]string{"dir/x": "-", "dir/sub/y": "-", "dir/fresh": "f\n"}},
+		{"file over dir", func(t *testing.T, f *Fs) {
+			must(t, f.RemoveAll("dir"))
+			must(t, afero.WriteFile(f, "dir", []byte("now a file\n"), 0o644))
+		}, "M dir", map[string]string{"dir/": "-", "dir/x": "-", "dir/sub/y": "-", "dir": "now a file\n"}},
 		{"symlink", func(t *testing.T, f *Fs) {
 			must(t, f.Remove("link"))
 			must(t, f.Symlink("b.txt", "link"))
@@ -298,4 +304,26 @@ func TestCommitUndoAllocate(t *testing.T) {
 	}
 	perFile("commit", func() error { _, err := d.Commit(CommitOptions{}); return err })
 	perFile("undo", func() error { _, err := d.Undo(SourceCLI); return err })
+}
+
+// TestCommitModesExact: what a commit writes has the draft's mode
+// exactly, whatever the umask takes from a new file's.
+func TestCommitModesExact(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"old": "o\n"})
+	modes := map[string]fs.FileMode{"old": 0o666, "a": 0o644, "b": 0o755, "c": 0o777, "d": 0o600, "e": 0o640}
+	for k, m := range modes {
+		must(t, afero.WriteFile(f, k, []byte(k), 0o600))
+		must(t, f.Chmod(k, m))
+	}
+	old := syscall.Umask(0o077)
+	_, err := d.Commit(CommitOptions{})
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, m := range modes {
+		if fi, err := os.Lstat(filepath.Join(root, k)); err != nil || fi.Mode() != m {
+			t.Errorf("%s: %v %v, want %v", k, fi.Mode(), err, m)
+		}
+	}
 }

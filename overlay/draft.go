@@ -96,6 +96,10 @@ type Draft struct {
 
 	// memo keeps per-path answers of status and commit (status_memo.go).
 	memo memo
+	// owners keeps newOwner's answers by directory while a commit is
+	// prepared, with mu held for writing: it asks for each path more
+	// than once. nil otherwise.
+	owners map[string]Owner
 	// committing is the id of the commit writing to the disk with
 	// readers let in (see draftLock), 0 when none.
 	committing atomic.Uint64

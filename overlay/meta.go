@@ -80,9 +80,16 @@ func ownerOf(fi fs.FileInfo) Owner {
 // newOwner is the owner a path the commit creates gets: the committing
 // process's, with the parent's group when the parent is set-gid.
 func (d *Draft) newOwner(key string) Owner {
+	dir := parentOf(key)
+	if o, ok := d.owners[dir]; ok {
+		return o
+	}
 	o := Owner{os.Geteuid(), os.Getegid()}
-	if fi, err := d.diskLstat(parentOf(key)); err == nil && fi.IsDir() && fi.Mode()&fs.ModeSetgid != 0 {
+	if fi, err := d.diskLstat(dir); err == nil && fi.IsDir() && fi.Mode()&fs.ModeSetgid != 0 {
 		o.Gid = ownerOf(fi).Gid
+	}
+	if d.owners != nil {
+		d.owners[dir] = o
 	}
 	return o
 }

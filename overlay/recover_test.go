@@ -4,6 +4,7 @@ package overlay
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -13,6 +14,17 @@ import (
 // turn, as a crash would, and checks that reopening the state finishes
 // it: the disk ends exactly as after an uninterrupted commit.
 func TestRecoverInterruptedCommit(t *testing.T) {
+	// Batches of 2 writes too: a crash comes while the batch before is
+	// synced, not yet renamed.
+	for _, batch := range []int{writeBatch, 2} {
+		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
+			withWriteBatch(t, batch)
+			recoverInterruptedCommit(t)
+		})
+	}
+}
+
+func recoverInterruptedCommit(t *testing.T) {
 	initial := map[string]string{"a": "a\n", "b": "b\n", "dir/x": "x\n", "dir/sub/y": "y\n", "gone/z": "z\n"}
 	change := func(f *Fs) {
 		must(t, afero.WriteFile(f, "a", []byte("A\n"), 0o644))

@@ -216,7 +216,12 @@ func (d *Draft) restore(rec *commitRecord, op commitOp) error {
 	if err := copyTree(afero.NewOsFs(), src, disk, diskName(tmp)); err != nil {
 		return err
 	}
-	if ok, fi := d.diskHas(op.Path); ok && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0) {
+	// rename(2) puts a file over a file, not a directory over one.
+	bfi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if ok, fi := d.diskHas(op.Path); ok && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 || bfi.IsDir()) {
 		if err := disk.RemoveAll(diskName(op.Path)); err != nil {
 			return err
 		}

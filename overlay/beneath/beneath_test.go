@@ -115,3 +115,73 @@ func TestMknod(t *testing.T) {
 		t.Errorf("mknod through a symlink made a FIFO outside")
 	}
 }
+
+// A Dir works by name in its directory and refuses every way out: a
+// name of more than one element, "..", a symlink (itself or to a
+// directory opened as one).
+func TestDirRefusesWaysOut(t *testing.T) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "ws")
+	for _, d := range []string{filepath.Join(top, "out"), filepath.Join(ws, "dir", "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(top, "out", "secret"), []byte("s"), 0o644)
+	os.Symlink("../../out/secret", filepath.Join(ws, "dir", "link"))
+	os.Symlink("../out", filepath.Join(ws, "outdir"))
+	r, err := OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.OpenDir("outdir"); !errors.Is(err, syscall.ELOOP) && !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("opendir of a symlink: %v, want ELOOP", err)
+	}
+	d, err := r.OpenDir("dir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{"..", ".", "", "sub/x", "../ws/dir/x", "/etc/passwd"} {
+		if f, err := d.Open(name, os.O_CREATE|os.O_WRONLY, 0o644); !errors.Is(err, syscall.EXDEV) {
+			if err == nil {
+				f.Close()
+			}
+			t.Errorf("open %q: %v, want EXDEV", name, err)
+		}
+		if err := d.Rename("x", name); !errors.Is(err, syscall.EXDEV) {
+			t.Errorf("rename to %q: %v, want EXDEV", name, err)
+		}
+		if err := d.Remove(name); !errors.Is(err, syscall.EXDEV) {
+			t.Errorf("remove %q: %v, want EXDEV", name, err)
+		}
+	}
+	if f, err := d.Open("link", os.O_WRONLY|os.O_TRUNC, 0); !errors.Is(err, syscall.ELOOP) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("open of a symlink: %v, want ELOOP", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(top, "out", "secret")); string(b) != "s" {
+		t.Errorf("the file outside changed: %q", b)
+	}
+	f, err := d.Open(".new.tmp", os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("new"))
+	f.Close()
+	if err := d.Rename(".new.tmp", "new"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "dir", "new")); err != nil || string(b) != "new" {
+		t.Errorf("dir/new: %q %v", b, err)
+	}
+	if err := d.Remove("new"); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "dir", "new")); !os.IsNotExist(err) {
+		t.Errorf("dir/new after remove: %v", err)
+	}
+}

@@ -46,7 +46,7 @@ func statFd(fd int, key string) (fs.FileInfo, error) {
 // key joined with name says, without walking the path again. A name that
 // is not one element is refused with EXDEV, as a path leaving the root.
 func LstatAt(dir *os.File, name string) (fs.FileInfo, error) {
-	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+	if !oneElement(name) {
 		return nil, &fs.PathError{Op: "lstat", Path: name, Err: unix.EXDEV}
 	}
 	sc, err := dir.SyscallConn()
