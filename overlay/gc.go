@@ -64,23 +64,27 @@ func (d *Draft) GC(dryRun bool) (*GCResult, error) {
 // gcLocked must be called with d.commitMu and d.mu held (for writing).
 func (d *Draft) gcLocked(dryRun bool) (*GCResult, error) {
 	res := &GCResult{DryRun: dryRun, Expired: []uint64{}}
-	recs, err := d.st.commits()
+	heads, err := d.st.commitHeads()
 	if err != nil {
 		return nil, err
 	}
-	var done []*commitRecord
-	for _, r := range recs {
-		if r.State == stateDone {
-			done = append(done, r)
+	var done []*commitHead
+	for _, h := range heads {
+		if h.State == stateDone {
+			done = append(done, h)
 		}
 	}
 	t := &txn{reserved: true, commits: map[uint64]*commitRecord{}}
 	expired := map[uint64]bool{}
 	for i := 0; i < len(done)-UndoKeep; i++ {
-		r := done[i]
-		expired[r.ID] = true
-		res.Expired = append(res.Expired, r.ID)
-		t.commits[r.ID] = r.summary(stateExpired)
+		h := done[i]
+		r, err := d.st.commit(h.ID)
+		if err != nil {
+			return nil, err
+		}
+		expired[h.ID] = true
+		res.Expired = append(res.Expired, h.ID)
+		t.commits[h.ID] = r.summary(stateExpired)
 	}
 	// What is referred to: bases of the draft's entries, and of the
 	// entries and merged contents of every commit kept.
@@ -91,25 +95,13 @@ func (d *Draft) gcLocked(dryRun bool) (*GCResult, error) {
 		}
 	}
 	keepUndo := map[string]bool{}
-	for _, r := range recs {
-		if expired[r.ID] || r.State == stateExpired || r.State == stateUndone || r.State == stateFailed {
+	for _, h := range heads {
+		if expired[h.ID] || h.State == stateExpired || h.State == stateUndone || h.State == stateFailed {
 			continue
 		}
-		keepUndo[strconv.FormatUint(r.ID, 10)] = true
-		for _, e := range r.Entry {
-			if e != nil && e.Base != nil && e.Base.Kept {
-				used[e.Base.Hash] = true
-			}
-		}
-		for _, op := range r.Ops {
-			if op.Blob != "" {
-				used[op.Blob] = true
-			}
-		}
-		for _, kp := range r.Keep {
-			if kp.Rest != "" {
-				used[kp.Rest] = true
-			}
+		keepUndo[strconv.FormatUint(h.ID, 10)] = true
+		for _, b := range h.Blobs {
+			used[b] = true
 		}
 	}
 	if !dryRun && len(t.commits) > 0 {

@@ -75,6 +75,9 @@ type store struct {
 	// checkpointErr is why the last checkpoint failed, nil once one
 	// succeeds.
 	checkpointErr error
+	// heads are the heads of the commit records written or decoded, by
+	// id (see commitHead).
+	heads map[uint64]*commitHead
 }
 
 // pending is the sum of log records not yet in the database: for each
@@ -289,6 +292,14 @@ func (s *store) write(t *txn) error {
 	}
 	s.seq, s.size = r.Seq, s.size+int64(len(frame))
 	s.pending.add(r)
+	for id, c := range t.commits {
+		delete(s.heads, id)
+		if c != nil {
+			h := c.head()
+			h.ID = id
+			s.heads[id] = h
+		}
+	}
 	s.records++
 	if (s.records >= checkpointRecords || s.size >= checkpointBytes) && s.records >= s.retryAt {
 		// The change is in the log: a failed checkpoint loses nothing

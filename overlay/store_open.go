@@ -23,7 +23,7 @@ import (
 // that cannot be written (a full disk) the records stay in the log and
 // in memory, and the draft still opens.
 func openStore(dir string, readOnly bool) (*store, error) {
-	s := &store{path: filepath.Join(dir, "draft.db"), walPath: filepath.Join(dir, "draft.wal"), readOnly: readOnly,
+	s := &store{path: filepath.Join(dir, "draft.db"), walPath: filepath.Join(dir, "draft.wal"), readOnly: readOnly, heads: map[uint64]*commitHead{},
 		reserve: filepath.Join(dir, "reserve")}
 	if err := s.checkMissingDB(); err != nil {
 		return nil, err

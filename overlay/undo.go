@@ -29,28 +29,34 @@ type UndoResult struct {
 func (d *Draft) Undo(src Source) (*UndoResult, error) {
 	d.commitMu.Lock()
 	defer d.commitMu.Unlock()
-	recs, err := d.st.commits()
+	heads, err := d.st.commitHeads()
 	if err != nil {
 		return nil, err
 	}
 	var rec *commitRecord
-	for i := len(recs) - 1; i >= 0 && rec == nil; i-- {
-		switch recs[i].State {
+	for i := len(heads) - 1; i >= 0 && rec == nil; i-- {
+		switch heads[i].State {
 		case stateUndoing:
 			// An undo that failed partway (a disk that refused):
 			// finish it.
+			r, err := d.st.commit(heads[i].ID)
+			if err != nil {
+				return nil, err
+			}
 			d.mu.Lock()
-			err := d.finishUndoLocked(recs[i], src)
+			err = d.finishUndoLocked(r, src)
 			d.mu.Unlock()
 			if err != nil {
 				return nil, err
 			}
-			return &UndoResult{ID: recs[i].ID, Paths: recs[i].Paths}, nil
+			return &UndoResult{ID: r.ID, Paths: r.Paths}, nil
 		case stateDone:
-			rec = recs[i]
+			if rec, err = d.st.commit(heads[i].ID); err != nil {
+				return nil, err
+			}
 		case stateExpired:
 			return nil, fmt.Errorf("overlay: draft %s: commit %d can no longer be undone: only the last %d commits keep what undo needs: %w",
-				d.name, recs[i].ID, UndoKeep, ErrNothingToUndo)
+				d.name, heads[i].ID, UndoKeep, ErrNothingToUndo)
 		}
 	}
 	if rec == nil {

@@ -61,3 +61,32 @@ func TestUndoneRecordSummary(t *testing.T) {
 		t.Errorf("a reads %q, %v after the undo; want it back in the draft", b, err)
 	}
 }
+
+// Commit and undo read no earlier commit record: the store keeps what
+// they look at of each (commitHead). Undo decodes the one it undoes.
+func TestCommitUndoDecodeNoEarlierRecord(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	for i := range 3 {
+		must(t, afero.WriteFile(f, "a", []byte{byte('0' + i)}, 0o644))
+		if _, err := d.Commit(CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var decoded []uint64
+	testHookDecodeCommit = func(id uint64) { decoded = append(decoded, id) }
+	defer func() { testHookDecodeCommit = nil }()
+	must(t, afero.WriteFile(f, "b", []byte("b\n"), 0o644))
+	res, err := d.Commit(CommitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decoded) != 0 {
+		t.Errorf("commit decoded records %v", decoded)
+	}
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(decoded, []uint64{res.ID}) {
+		t.Errorf("undo decoded records %v, want only %d", decoded, res.ID)
+	}
+}
