@@ -45,6 +45,10 @@ type lowerFile struct {
 	seq    afero.File
 	seqOff int64
 	data   *os.File // the draft's copy, once there is one
+	// savedIno is, for a file only an editor had at the open, the inode
+	// number of the disk file it was saved to, once read: a copy-up of
+	// that file is this handle's too.
+	savedIno uint64
 }
 
 func (f *lowerFile) Name() string { return f.name }
@@ -79,19 +83,9 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 	if f.data != nil {
 		return f.data
 	}
-	// A copy-up made since the open is followed: the draft inode keeps
-	// the lower inode number, and stays this file's after an unlink
-	// (orphaned while open). A draft copy already orphaned at the open
-	// (discarded, say) is not this handle's: the path showed the disk.
-	n, _, ok := f.d.inodeOf(f.ino)
-	if ok && f.orphanAtOpen {
-		_, ok = f.d.namedInode(f.ino)
-	}
-	if ok && n.Data {
-		if data, err := f.d.openData(n.dataName(f.ino), os.O_RDONLY, 0); err == nil {
-			f.data = data
-			return data
-		}
+	if data := f.copiedUp(); data != nil {
+		f.data = data
+		return data
 	}
 	if s, ok := f.d.dirtyBuffer(f.lower); ok {
 		if f.disk == nil {
@@ -107,8 +101,43 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 			return bytes.NewReader(f.text)
 		}
 		f.disk = disk
+		if fi, err := disk.Stat(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				f.savedIno = st.Ino
+			}
+		}
+		if data := f.copiedUp(); data != nil {
+			// Copied up since the save, before this first read.
+			f.data = data
+			return data
+		}
 	}
 	return f.disk
+}
+
+// copiedUp opens the draft's copy of the handle's object made since the
+// open, if there is one: the draft inode keeps the lower inode number
+// (the path's at the open, or the disk file's an editor buffer was saved
+// to since), and stays this file's after an unlink (orphaned while
+// open). A draft copy already orphaned at the open (discarded, say) is
+// not this handle's: the path showed the disk. Must be called with f.src
+// held.
+func (f *lowerFile) copiedUp() *os.File {
+	for _, ino := range []uint64{f.ino, f.savedIno} {
+		if ino == 0 {
+			continue
+		}
+		n, _, ok := f.d.inodeOf(ino)
+		if ok && ino == f.ino && f.orphanAtOpen {
+			_, ok = f.d.namedInode(ino)
+		}
+		if ok && n.Data {
+			if data, err := f.d.openData(n.dataName(ino), os.O_RDONLY, 0); err == nil {
+				return data
+			}
+		}
+	}
+	return nil
 }
 
 func (f *lowerFile) ReadAt(p []byte, off int64) (int, error) {

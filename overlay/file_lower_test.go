@@ -3,6 +3,9 @@
 package overlay_test
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,4 +50,34 @@ func TestEditorFileHandleUnlinked(t *testing.T) {
 			t.Fatalf("stat of the handle: %v, %v; want link count 1", fi, err)
 		}
 	})
+}
+
+// TestEditorFileSavedThenCopiedUp: a read handle on a file only an
+// editor had follows it once saved, into the draft's copy when the view
+// changes it (before or after the handle's first read since the save),
+// as a handle on one inode does.
+func TestEditorFileSavedThenCopiedUp(t *testing.T) {
+	for _, readFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copied up before a read", true: "read, then copied up"}[readFirst], func(t *testing.T) {
+			e := newViewEnv(t, map[string]string{"keep": "k"})
+			text := "an editor's new file, saved\n"
+			must(t, e.bufs.Open("g", 1, []byte(text)))
+			h, err := e.v.Open("g")
+			must(t, err)
+			defer h.Close()
+			must(t, os.WriteFile(filepath.Join(e.root, "g"), []byte(text), 0o644))
+			must(t, e.bufs.Save("g"))
+			buf := make([]byte, 64)
+			if readFirst {
+				if n, _ := h.ReadAt(buf, 0); string(buf[:n]) != text {
+					t.Fatalf("read after the save: %q", buf[:n])
+				}
+			}
+			must(t, e.v.Truncate("g", 5))
+			n, err := h.ReadAt(buf, 0)
+			if string(buf[:n]) != text[:5] || err != io.EOF {
+				t.Fatalf("read after the view truncated it: %q, %v; want %q, EOF", buf[:n], err, text[:5])
+			}
+		})
+	}
 }
