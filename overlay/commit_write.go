@@ -116,10 +116,19 @@ type parents struct {
 // of opens key's directory, made if missing, and returns it with key's
 // last element.
 func (p *parents) of(key string) (*beneath.Dir, string, error) {
+	return p.at(key, true)
+}
+
+// at opens key's directory, made if missing when mkdir is set, and
+// returns it with key's last element; no directory when it is missing.
+func (p *parents) at(key string, mkdir bool) (*beneath.Dir, string, error) {
 	if dk := parentOf(key); p.dir == nil || p.dir.Key() != dk {
 		p.close()
 		dir, err := p.root.OpenDir(dk)
 		if errors.Is(err, fs.ErrNotExist) {
+			if !mkdir {
+				return nil, "", nil
+			}
 			if err = p.root.MkdirAll(dk, 0o755); err == nil {
 				dir, err = p.root.OpenDir(dk)
 			}
@@ -130,6 +139,23 @@ func (p *parents) of(key string) (*beneath.Dir, string, error) {
 		p.dir = dir
 	}
 	return p.dir, baseOf(key), nil
+}
+
+// remove removes the file key (a directory found there with all it
+// holds); nothing there is no error.
+func (p *parents) remove(key string) error {
+	dir, name, err := p.at(key, false)
+	if dir == nil {
+		return err
+	}
+	err = dir.Remove(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, unix.EISDIR):
+		return p.root.RemoveAll(key)
+	}
+	return err
 }
 
 func (p *parents) close() {

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Undo and the rollback of a failed commit revert a commit's ops, last
@@ -42,12 +44,14 @@ func (d *Draft) revertLocked(rec *commitRecord, upto int) error {
 	defer f.Close()
 	done := d.reverted(rec.ID)
 	var count [8]byte
+	p := &parents{root: d.w.dir}
+	defer p.close()
 	for i := upto - 1 - done; i >= 0; i-- {
 		if testHookRevert != nil {
 			testHookRevert(i)
 		}
 		op := rec.Ops[i]
-		if err := d.revertOp(rec, op); err != nil {
+		if err := d.revertOp(rec, op, p); err != nil {
 			return fmt.Errorf("%s %q: %w", op.Kind, op.Path+op.From, err)
 		}
 		done++
@@ -63,11 +67,17 @@ func (d *Draft) revertLocked(rec *commitRecord, upto int) error {
 // testHookRevert, when set by a test, runs before each op is reverted.
 var testHookRevert func(i int)
 
-// revertOp puts back what one op changed on disk.
-func (d *Draft) revertOp(rec *commitRecord, op commitOp) error {
+// revertOp puts back what one op changed on disk; p keeps the
+// directory of the last file removed open, on the OS's disk.
+func (d *Draft) revertOp(rec *commitRecord, op commitOp, p *parents) error {
 	disk := d.w.disk
 	switch op.Kind {
-	case opWrite, opLink, opSymlink, opMknod, opRemove:
+	case opWrite, opLink, opSymlink, opMknod:
+		if op.Backup == "" && d.w.osDisk {
+			return p.remove(op.Path)
+		}
+		return d.restore(rec, op)
+	case opRemove:
 		return d.restore(rec, op)
 	case opPlace:
 		// Moved back to the staging directory, unless a revert cut
@@ -150,19 +160,30 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 	if err := d.revertLocked(rec, len(rec.Ops)); err != nil {
 		return fmt.Errorf("overlay: undo of commit %d: %w", rec.ID, err)
 	}
+	keptDir := filepath.Join(d.undoDir(rec.ID), "data")
+	kept, err := unix.Open(keptDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("overlay: undo of commit %d: restore draft content: %w", rec.ID, &fs.PathError{Op: "open", Path: keptDir, Err: err})
+	}
+	if err == nil {
+		defer unix.Close(kept)
+	}
 	for ino, n := range rec.Inode {
 		if !n.Data {
 			continue
 		}
-		kept := filepath.Join(d.undoDir(rec.ID), "data", fmt.Sprintf("%x", ino))
-		err := os.Rename(kept, d.dataPath(dataName(ino)))
-		if errors.Is(err, fs.ErrNotExist) {
-			if _, serr := os.Lstat(d.dataPath(dataName(ino))); serr == nil {
+		if err == nil {
+			err = unix.Renameat(kept, fmt.Sprintf("%x", ino), d.data, dataName(ino))
+		}
+		if errors.Is(err, unix.ENOENT) {
+			var st unix.Stat_t
+			if d.statData(dataName(ino), &st) == nil {
+				err = nil
 				continue // moved before a crash
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("overlay: undo of commit %d: restore draft content: %w", rec.ID, err)
+			return fmt.Errorf("overlay: undo of commit %d: restore draft content of inode %x: %w", rec.ID, ino, err)
 		}
 	}
 	t := &txn{reserved: true}
