@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,8 @@ type spares struct {
 	closed bool
 	files  []uint64 // the spares' numbers
 	next   uint64   // the number the next new numbered file takes
+	taken  uint64   // data files taken since the draft opened
+	fresh  uint64   // of those, made new (no spare was left)
 }
 
 // openSpares returns the spares of the draft directory dir. Earlier
@@ -109,13 +112,54 @@ func (s *spares) close() {
 func (s *spares) take() (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.taken++
 	if n := len(s.files); n > 0 {
 		f := s.files[n-1]
 		s.files = s.files[:n-1]
 		return f, true
 	}
 	s.next++
+	s.fresh++
 	return s.next - 1, false
+}
+
+// aheadMax bounds the spares made ahead (see makeAhead).
+const aheadMax = 4096
+
+// makeAhead makes empty spare data files in the directory data while no
+// file is taken, up to as many as had to be made new since the draft
+// opened (a burst of creates tends to come again: an agent installs,
+// builds, extracts), at most aheadMax: the next burst then takes spares
+// instead of making each data file while a caller waits. It is called
+// once the draft has been quiet a while (the timeline's quiet period)
+// and yields between files; each is made with s.mu held, so data stays
+// open meanwhile (see close).
+func (s *spares) makeAhead(data int) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	taken := s.taken
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		if s.closed || s.taken != taken || uint64(len(s.files)) >= min(aheadMax, s.fresh) {
+			s.mu.Unlock()
+			return
+		}
+		f := s.next
+		s.next++
+		fd, err := unix.Openat(data, fileName(f), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, dataPerm)
+		if err == nil {
+			unix.Close(fd)
+			s.files = append(s.files, f)
+		}
+		s.mu.Unlock()
+		if err != nil && err != unix.EEXIST && err != unix.EINTR {
+			return // a full disk, say: nothing is lost, a create makes its own
+		}
+		runtime.Gosched() // requests first: the daemon has one processor
+	}
 }
 
 // retire removes the data file name from the directory data: it is

@@ -3,11 +3,14 @@
 package overlay_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/afero"
 
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/vfstest"
@@ -150,5 +153,47 @@ func TestSpareDataFilesAfterClose(t *testing.T) {
 	f.Close()
 	if _, err := os.Lstat(data); !os.IsNotExist(err) {
 		t.Fatalf("the data file of a file closed after the workspace stayed: %v", err)
+	}
+}
+
+// TestSparesMadeAhead: once the draft is quiet, as many empty data files
+// as a burst of creates had to make are made ahead, and the next burst
+// takes them instead of making its own.
+func TestSparesMadeAhead(t *testing.T) {
+	state := t.TempDir()
+	ws, err := overlay.Open(overlay.Options{Root: t.TempDir(), StateDir: state, Quiet: 50 * time.Millisecond})
+	must(t, err)
+	defer ws.Close()
+	d, err := ws.Draft("")
+	must(t, err)
+	v := d.Fs(overlay.SourceMount)
+	e := &spareEnv{state: state, dir: filepath.Join(state, "drafts", "main"), ws: ws, v: v}
+	const burst = 300
+	for i := range burst {
+		mustWrite(t, v, fmt.Sprintf("a%03d", i), "x")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(e.dataNames(t)) < 2*burst {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d data files 20 s after the burst, want %d: none made ahead", len(e.dataNames(t)), 2*burst)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := e.dataNames(t)
+	for _, n := range before {
+		if fi, err := os.Stat(filepath.Join(e.dir, "data", n)); err != nil || fi.Size() > 1 {
+			t.Fatalf("data file %s: %v %v", n, fi, err)
+		}
+	}
+	for i := range burst {
+		mustWrite(t, v, fmt.Sprintf("b%03d", i), "y")
+	}
+	if after := e.dataNames(t); len(after) != len(before) {
+		t.Errorf("the second burst made %d data files of its own; want it to take the %d made ahead", len(after)-len(before), burst)
+	}
+	for i := range burst {
+		if b, err := afero.ReadFile(v, fmt.Sprintf("b%03d", i)); err != nil || string(b) != "y" {
+			t.Fatalf("b%03d: %q %v", i, b, err)
+		}
 	}
 }

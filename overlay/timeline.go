@@ -206,8 +206,8 @@ func (tl *timeline) note(src Source, by string) {
 
 func (tl *timeline) quietEnded() {
 	tl.mu.Lock()
-	defer tl.mu.Unlock()
 	if tl.closed || tl.holds > 0 || !tl.pending {
+		tl.mu.Unlock()
 		return
 	}
 	src := tl.src
@@ -217,6 +217,9 @@ func (tl *timeline) quietEnded() {
 	// No one waits for this checkpoint: a failure is told by the
 	// timeline's next reader (Draft.Timeline).
 	_, tl.failed = tl.checkpointLocked(Author{Source: src, Name: strings.Join(tl.by, ", ")}, "", 0)
+	tl.mu.Unlock()
+	// Still quiet: data files for the next burst of creates.
+	tl.d.spare.makeAhead(tl.d.data)
 }
 
 func (tl *timeline) close() {
