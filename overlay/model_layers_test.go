@@ -129,6 +129,11 @@ func (m *model) opBuffer() {
 		if err := m.env.bufs.Save(p); err != nil {
 			m.fail("buffer save %s: %v", p, err)
 		}
+		// The view shows the disk, which has the text now: the disk may
+		// have changed under a buffer saved before (opDisk).
+		if err := writeInPlace(m.r(p), s.Text); err != nil {
+			m.fail("reference: %v", err)
+		}
 		m.diskWant = diskSnapshot(m.t, m.env.root)
 	case 2: // closed without saving: the disk shows again
 		if _, err := os.Lstat(m.env.disk(p)); err != nil && m.opensOf(p) {
