@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -232,6 +233,11 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 	}
 	if err := d.keepPartsLocked(rec, parts); err != nil {
 		return nil, err
+	}
+	if !slices.ContainsFunc(rec.Ops, func(op commitOp) bool { return op.Kind == opStage }) {
+		// No phase A: recorded as placing at once, not rewritten so
+		// (10,000 ops encode to megabytes) before the first op.
+		rec.State = statePlacing
 	}
 	if err := d.st.write(&txn{commits: map[uint64]*commitRecord{id: rec}}); err != nil {
 		return nil, fmt.Errorf("overlay: commit: record: %w", err)
