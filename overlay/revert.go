@@ -67,18 +67,12 @@ func (d *Draft) revertLocked(rec *commitRecord, upto int) error {
 // testHookRevert, when set by a test, runs before each op is reverted.
 var testHookRevert func(i int)
 
-// revertOp puts back what one op changed on disk; p keeps the
-// directory of the last file removed open, on the OS's disk.
+// revertOp puts back what one op changed on disk (p: see restore).
 func (d *Draft) revertOp(rec *commitRecord, op commitOp, p *parents) error {
 	disk := d.w.disk
 	switch op.Kind {
-	case opWrite, opLink, opSymlink, opMknod:
-		if op.Backup == "" && d.w.osDisk {
-			return p.remove(op.Path)
-		}
-		return d.restore(rec, op)
-	case opRemove:
-		return d.restore(rec, op)
+	case opWrite, opLink, opSymlink, opMknod, opRemove:
+		return d.restore(rec, op, p)
 	case opPlace:
 		// Moved back to the staging directory, unless a revert cut
 		// short did, or the place never happened.
@@ -98,7 +92,7 @@ func (d *Draft) revertOp(rec *commitRecord, op commitOp, p *parents) error {
 				return err
 			}
 		}
-		return d.restore(rec, op)
+		return d.restore(rec, op, p)
 	case opStage:
 		if ok, _ := d.diskHas(op.Stage); !ok {
 			return nil // never staged, or already back
@@ -109,7 +103,7 @@ func (d *Draft) revertOp(rec *commitRecord, op commitOp, p *parents) error {
 		return disk.Rename(diskName(op.Stage), diskName(op.From))
 	case opMkdir:
 		if op.Backup != "" {
-			return d.restore(rec, op)
+			return d.restore(rec, op, p)
 		}
 		disk.Remove(diskName(op.Path)) // kept if the user put files in it
 		return nil
@@ -161,24 +155,24 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 		return fmt.Errorf("overlay: undo of commit %d: %w", rec.ID, err)
 	}
 	keptDir := filepath.Join(d.undoDir(rec.ID), "data")
-	kept, err := unix.Open(keptDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("overlay: undo of commit %d: restore draft content: %w", rec.ID, &fs.PathError{Op: "open", Path: keptDir, Err: err})
+	kept, kerr := unix.Open(keptDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if kerr != nil && !errors.Is(kerr, unix.ENOENT) {
+		return fmt.Errorf("overlay: undo of commit %d: restore draft content: %w", rec.ID, &fs.PathError{Op: "open", Path: keptDir, Err: kerr})
 	}
-	if err == nil {
+	if kerr == nil {
 		defer unix.Close(kept)
 	}
 	for ino, n := range rec.Inode {
 		if !n.Data {
 			continue
 		}
+		err := kerr // no directory: nothing left in it
 		if err == nil {
 			err = unix.Renameat(kept, fmt.Sprintf("%x", ino), d.data, dataName(ino))
 		}
 		if errors.Is(err, unix.ENOENT) {
 			var st unix.Stat_t
 			if d.statData(dataName(ino), &st) == nil {
-				err = nil
 				continue // moved before a crash
 			}
 		}

@@ -293,12 +293,13 @@ func (s *store) write(t *txn) error {
 	s.seq, s.size = r.Seq, s.size+int64(len(frame))
 	s.pending.add(r)
 	for id, c := range t.commits {
-		delete(s.heads, id)
-		if c != nil {
-			h := c.head()
-			h.ID = id
-			s.heads[id] = h
+		if c == nil {
+			delete(s.heads, id)
+			continue
 		}
+		h := c.head()
+		h.ID = id
+		s.heads[id] = h
 	}
 	s.records++
 	if (s.records >= checkpointRecords || s.size >= checkpointBytes) && s.records >= s.retryAt {

@@ -204,12 +204,16 @@ func (d *Draft) diskHash(key string) string {
 }
 
 // restore puts back at op.Path what the commit's backup of it holds, or
-// removes what the op made there when there was nothing before.
-func (d *Draft) restore(rec *commitRecord, op commitOp) error {
+// removes what the op made there when there was nothing before (by name
+// in its directory, which p keeps open, on the OS's disk).
+func (d *Draft) restore(rec *commitRecord, op commitOp, p *parents) error {
 	disk := d.w.disk
 	if op.Backup == "" {
-		if op.Kind == opRemove {
+		switch {
+		case op.Kind == opRemove:
 			return nil
+		case d.w.osDisk:
+			return p.remove(op.Path)
 		}
 		return disk.RemoveAll(diskName(op.Path))
 	}

@@ -3,6 +3,7 @@
 package overlay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,5 +89,38 @@ func TestCommitUndoDecodeNoEarlierRecord(t *testing.T) {
 	}
 	if !slices.Equal(decoded, []uint64{res.ID}) {
 		t.Errorf("undo decoded records %v, want only %d", decoded, res.ID)
+	}
+}
+
+// Undo whose draft files were all moved back before a crash, with the
+// directory that kept them gone, finishes: nothing is left to move.
+func TestUndoKeptFilesMovedBefore(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"old": "o\n"})
+	for _, k := range []string{"a", "b", "c"} {
+		must(t, afero.WriteFile(f, k, []byte(k+"\n"), 0o644))
+	}
+	res, err := d.Commit(CommitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := d.st.commit(res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(d.undoDir(res.ID), "data")
+	for ino, n := range rec.Inode {
+		if n.Data {
+			must(t, os.Rename(filepath.Join(kept, fmt.Sprintf("%x", ino)), d.dataPath(dataName(ino))))
+		}
+	}
+	must(t, os.Remove(kept))
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"old": "o\n"})
+	for _, k := range []string{"a", "b", "c"} {
+		if b, err := afero.ReadFile(f, k); err != nil || string(b) != k+"\n" {
+			t.Errorf("%s in the draft after undo: %q %v", k, b, err)
+		}
 	}
 }
