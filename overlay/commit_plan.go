@@ -136,6 +136,9 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 	staged := map[string]string{} // entry key → staging key
 	var moving []string
 	for k, e := range chosen {
+		if noop[k] {
+			continue // renamed back where it was: it stays
+		}
 		if e.redirect() || (e.Kind == kindDir && d.renamedFrom(k, e) != "") {
 			moving = append(moving, k)
 		}

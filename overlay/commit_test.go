@@ -350,3 +350,33 @@ func TestCommitRecordWrittenTwice(t *testing.T) {
 		t.Errorf("the commit wrote %d records to the draft's log, want 2", n)
 	}
 }
+
+// TestCommitRenamedBackOverAnother: an object renamed over another and
+// back where it was is no change of its own; the commit removes the
+// other and leaves the object where it is. It used to move the object
+// aside to place it back, skip placing it (no change), and drop it with
+// the commit's staging directory.
+func TestCommitRenamedBackOverAnother(t *testing.T) {
+	for _, c := range []struct{ name, from, to string }{
+		{"file", "d0/a", "d1/b"},
+		{"symlink", "d0/l", "d1/b"},
+		{"directory", "d0/dir", "d1/empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			disk := map[string]string{"d0/a": "A\n", "d0/l": "->a", "d0/dir/in": "in\n", "d1/b": "B\n", "d1/empty/": "", "d1/keep": "k\n"}
+			root, d, f := cmSetup(t, disk)
+			must(t, f.Rename(c.from, c.to))
+			must(t, f.Rename(c.to, c.from))
+			if _, err := d.Commit(CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			for k, v := range disk {
+				if k != c.to && k != c.to+"/" {
+					want[k] = v
+				}
+			}
+			cmEqualTree(t, root, want)
+		})
+	}
+}

@@ -112,6 +112,7 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	model := map[string]string{}
 	step, commits := 0, 0
+	var history []string // each op sent, for a failure's message
 	for round := range rounds {
 		wk := startWorker(t, "crash", root, state)
 		// The clock starts at the first acknowledgement: a worker built
@@ -127,6 +128,7 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 			o := nextCrashOp(r, model, step)
 			step++
 			pending = &o
+			history = append(history, fmt.Sprintf("round %d: %v", round, o))
 			wk.send(o.String())
 			if line := wk.line(); line != "ACK" {
 				t.Fatalf("round %d (seed %d): worker: %q", round, seed, line)
@@ -148,6 +150,7 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 			}
 			step++
 			pending = &o
+			history = append(history, fmt.Sprintf("round %d (killed in it): %v", round, o))
 			wk.send(o.String())
 			time.Sleep(time.Duration(r.Intn(5000)) * time.Microsecond)
 		}
@@ -170,8 +173,9 @@ func TestCrashKeepsAcknowledgedChanges(t *testing.T) {
 				}
 			}
 			if !equalMaps(got, with) {
+				diff := differing(got, with)
 				w.Close()
-				t.Fatalf("round %d (seed %d): merged view after crash differs at %v\n got %v\nwant %v\n(or with the pending %v)", round, seed, differing(got, with), keys(got), keys(model), pending)
+				t.Fatalf("round %d (seed %d): merged view after crash differs at %v\n got %v\nwant %v\n(or with the pending %v)\nthe operations on those paths and the commits:\n%s", round, seed, diff, keys(got), keys(model), pending, strings.Join(touching(history, diff), "\n"))
 			}
 			model = with
 		}
@@ -224,6 +228,22 @@ func crashView(t *testing.T, f *Fs) map[string]string {
 		}
 		return nil
 	})
+	return out
+}
+
+// touching is the ops of history that name one of the paths (as
+// differing lists them) or commit.
+func touching(history, paths []string) []string {
+	var out []string
+	for _, h := range history {
+		for _, p := range paths {
+			p, _, _ = strings.Cut(p, " ")
+			if strings.Contains(h, `"`+p+`"`) || strings.Contains(h, `"Kind":"C"`) {
+				out = append(out, h[:min(len(h), 120)])
+				break
+			}
+		}
+	}
 	return out
 }
 
