@@ -115,8 +115,15 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	}
 	if len(status) == 0 && len(linked) == 0 {
 		// Only entries that change nothing (see same): drop them, so
-		// the view shows what the user has, and write nothing.
-		publish, err := d.dropLocked(sortedKeys(chosen), opts.Source)
+		// the view shows what the user has, and write nothing. A file
+		// open for writing stays: what is written next must not go.
+		var drop []string
+		for _, k := range sortedKeys(chosen) {
+			if e := chosen[k]; e.Kind != kindFile || d.writers[e.Ino] == 0 {
+				drop = append(drop, k)
+			}
+		}
+		publish, err := d.dropLocked(drop, opts.Source)
 		unlock()
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
@@ -165,6 +166,16 @@ func (d *Draft) clear(key string) error {
 	return d.w.disk.RemoveAll(diskName(key))
 }
 
+// clearDir removes the directory at key on disk, if there is one: a
+// file renamed over it replaces it (its backup was taken when the
+// commit was prepared).
+func (d *Draft) clearDir(key string) error {
+	if ok, fi := d.diskHas(key); ok && fi.IsDir() {
+		return d.w.disk.RemoveAll(diskName(key))
+	}
+	return nil
+}
+
 // tempName is a hidden name next to key for an atomic replace.
 func tempName(rec *commitRecord, key string) string {
 	return join(parentOf(key), tempBase(rec, baseOf(key)))
@@ -197,7 +208,11 @@ func (d *Draft) linkDisk(rec *commitRecord, op *commitOp) error {
 		if err := d.w.dir.Link(op.From, tmp); err != nil {
 			return err
 		}
-		if err := d.w.dir.Rename(tmp, op.Path); err != nil {
+		err := d.clearDir(op.Path)
+		if err == nil {
+			err = d.w.dir.Rename(tmp, op.Path)
+		}
+		if err != nil {
 			d.w.dir.Remove(tmp)
 			return err
 		}
@@ -235,10 +250,8 @@ func (d *Draft) symlinkDisk(rec *commitRecord, key, target string, owner *Owner)
 	if err := chown(d.w.disk, tmp, owner); err != nil {
 		return err
 	}
-	if ok, fi := d.diskHas(key); ok && fi.IsDir() {
-		if err := d.w.disk.RemoveAll(diskName(key)); err != nil {
-			return err
-		}
+	if err := d.clearDir(key); err != nil {
+		return err
 	}
 	return d.w.disk.Rename(diskName(tmp), diskName(key))
 }
@@ -253,10 +266,8 @@ func (d *Draft) mknodDisk(rec *commitRecord, op *commitOp) error {
 	if err := chown(d.w.disk, tmp, op.Owner); err != nil {
 		return err
 	}
-	if ok, fi := d.diskHas(op.Path); ok && fi.IsDir() {
-		if err := d.w.disk.RemoveAll(diskName(op.Path)); err != nil {
-			return err
-		}
+	if err := d.clearDir(op.Path); err != nil {
+		return err
 	}
 	return d.w.disk.Rename(diskName(tmp), diskName(op.Path))
 }
@@ -294,7 +305,9 @@ func (d *Draft) syncDirs(rec *commitRecord) {
 				continue
 			}
 			seen[p] = true
-			if f, err := d.w.disk.Open(diskName(p)); err == nil {
+			// Not blocking on a FIFO put there since (an undo puts
+			// back what a directory replaced).
+			if f, err := d.w.disk.OpenFile(diskName(p), os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0); err == nil {
 				if keepFS(f, syncs) != nil {
 					f.Sync()
 				}

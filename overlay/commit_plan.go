@@ -159,6 +159,13 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 	}
 	// Phase B: parents first.
 	written := map[uint64]string{} // inode → first path written
+	for k, e := range chosen {
+		if noop[k] && e.Ino != 0 && e.Kind != kindDir {
+			// The object is on disk at k already: its other names
+			// are links to it, as in the view.
+			written[e.Ino] = k
+		}
+	}
 	for _, k := range sortedKeys(chosen) {
 		e := chosen[k]
 		if noop[k] {

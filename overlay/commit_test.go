@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -378,5 +379,65 @@ func TestCommitRenamedBackOverAnother(t *testing.T) {
 			}
 			cmEqualTree(t, root, want)
 		})
+	}
+}
+
+// TestCommitNothingKeepsWriter: a commit of entries that change nothing
+// (a file opened for writing and not yet written, a touch) drops them,
+// except a file still open for writing: what is written next stays in
+// the draft. It used to go to an inode no path named.
+func TestCommitNothingKeepsWriter(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"a": "a\n", "b": "b\n"})
+	h, err := f.OpenFile("a", os.O_RDWR|os.O_APPEND, 0)
+	must(t, err)
+	defer h.Close()
+	must(t, f.Chtimes("b", time.Unix(1, 0), time.Unix(1, 0)))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Write([]byte("more\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := afero.ReadFile(f, "a"); err != nil || string(b) != "a\nmore\n" {
+		t.Errorf("the view has a = %q %v, want what the handle wrote after the commit", b, err)
+	}
+	cmEqualTree(t, root, map[string]string{"a": "a\n", "b": "b\n"})
+}
+
+// TestCommitLinkOverDirectory: a hard link the draft made where the disk
+// has a directory (removed in the draft) replaces it, as a file does.
+func TestCommitLinkOverDirectory(t *testing.T) {
+	// z sorts after n: n is written, z linked to it.
+	root, d, f := cmSetup(t, map[string]string{"z/a": "a\n", "x": "x\n"})
+	must(t, f.RemoveAll("z"))
+	must(t, afero.WriteFile(f, "n", []byte("n\n"), 0o644))
+	must(t, f.Link("n", "z"))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"z": "n\n", "n": "n\n", "x": "x\n"})
+	assertLinked(t, root, "z", "n")
+}
+
+// TestCommitLinkToUnchanged: a hard link to a file the draft did not
+// change is committed as a link to the file on disk, as the view had
+// it, not as a copy.
+func TestCommitLinkToUnchanged(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"a": "a\n"})
+	must(t, f.Link("a", "b"))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"a": "a\n", "b": "a\n"})
+	assertLinked(t, root, "a", "b")
+}
+
+// assertLinked fails unless the disk's a and b are one file.
+func assertLinked(t *testing.T, root, a, b string) {
+	t.Helper()
+	fa, erra := os.Lstat(filepath.Join(root, a))
+	fb, errb := os.Lstat(filepath.Join(root, b))
+	if erra != nil || errb != nil || !os.SameFile(fa, fb) {
+		t.Errorf("%s and %s are not one file on disk (%v, %v)", a, b, erra, errb)
 	}
 }

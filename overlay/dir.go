@@ -192,7 +192,7 @@ func (d *Draft) listLower(lower string, m map[string]fs.FileMode, listed map[str
 // listed is not nil and the directory is open by descriptor, each name's
 // lstat to listed.
 func (d *Draft) listDisk(lower string, m map[string]fs.FileMode, listed map[string]fs.FileInfo) error {
-	f, err := d.diskOpen(lower, os.O_RDONLY)
+	f, err := d.diskOpen(lower, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
 	if err != nil {
 		return err
 	}

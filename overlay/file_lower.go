@@ -96,7 +96,7 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 	if f.disk == nil {
 		// The buffer it was is gone: saved to disk, or closed unsaved
 		// (the file is gone then, and the handle keeps its last text).
-		disk, err := f.d.diskOpen(f.lower, os.O_RDONLY)
+		disk, err := f.d.diskOpen(f.lower, os.O_RDONLY|syscall.O_NONBLOCK)
 		if err != nil {
 			return bytes.NewReader(f.text)
 		}

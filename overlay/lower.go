@@ -225,7 +225,7 @@ func (d *Draft) openLower(lowerPath string) (io.ReadCloser, int64, error) {
 	if s, ok := d.dirtyBuffer(lowerPath); ok {
 		return io.NopCloser(bytes.NewReader(s.Text)), s.Version, nil
 	}
-	f, err := d.diskOpen(lowerPath, os.O_RDONLY)
+	f, err := d.diskOpen(lowerPath, os.O_RDONLY|syscall.O_NONBLOCK)
 	return f, 0, err
 }
 

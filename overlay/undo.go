@@ -81,15 +81,22 @@ func (d *Draft) Undo(src Source) (*UndoResult, error) {
 
 // undoLocked must be called with d.mu held for writing.
 func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
-	var busy []string
+	busy := map[string]bool{}
 	for k := range rec.Entry {
 		if _, ok := d.entries[k]; ok && !d.keptAsLeftLocked(rec, k) {
-			busy = append(busy, k)
+			busy[k] = true
+		}
+		// A parent the draft removed or replaced since: the entry put
+		// back would be below a name that is no directory.
+		for p := parentOf(k); p != ""; p = parentOf(p) {
+			if e, ok := d.entries[p]; ok && rec.Entry[p] == nil && (e.Kind != kindDir || e.Opaque || e.Origin != "") {
+				busy[p] = true
+			}
 		}
 	}
 	if len(busy) > 0 {
 		return fmt.Errorf("overlay: undo of commit %d: the draft changed %s again since; commit or discard that first: %w",
-			rec.ID, strings.Join(busy, ", "), ErrConflict)
+			rec.ID, strings.Join(sortedKeys(busy), ", "), ErrConflict)
 	}
 	if changed := d.changedSince(rec); len(changed) > 0 {
 		return fmt.Errorf("overlay: undo of commit %d: %s changed on disk since; undo would lose that: %w",
@@ -191,7 +198,7 @@ func (d *Draft) diskHash(key string) string {
 	if testHookDiskHash != nil {
 		testHookDiskHash(key)
 	}
-	f, err := d.w.disk.Open(diskName(key))
+	f, err := d.w.disk.OpenFile(diskName(key), os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO swapped in: no wait
 	if err != nil {
 		return ""
 	}

@@ -3,11 +3,15 @@
 package overlay
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -123,4 +127,75 @@ func TestUndoKeptFilesMovedBefore(t *testing.T) {
 			t.Errorf("%s in the draft after undo: %q %v", k, b, err)
 		}
 	}
+}
+
+// TestUndoRefusesRemovedParent: undo puts the commit's changes back in
+// the draft; when the draft removed or replaced a parent of one since,
+// that change would sit below a name that is no directory, so undo
+// refuses and says which. It used to go ahead.
+func TestUndoRefusesRemovedParent(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"d/x": "x\n", "e/y": "y\n"})
+	must(t, afero.WriteFile(f, "d/x", []byte("X\n"), 0o644))
+	must(t, afero.WriteFile(f, "e/y", []byte("Y\n"), 0o644))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.RemoveAll("d"))
+	must(t, f.RemoveAll("e"))
+	must(t, afero.WriteFile(f, "e", []byte("file\n"), 0o644))
+	_, err := d.Undo(SourceCLI)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "changed d, e again") {
+		t.Fatalf("undo: %v, want a conflict naming d and e", err)
+	}
+	cmEqualTree(t, root, map[string]string{"d/x": "X\n", "e/y": "Y\n"})
+	if _, err := f.Stat("d/x"); !os.IsNotExist(err) {
+		t.Errorf("d/x in the view: %v, want none", err)
+	}
+}
+
+// TestUndoPutsFifoBack: an undo that puts a FIFO back where the commit
+// made a directory opens neither it (syncing the directories it
+// changed) nor, listing the draft's directory there again, does the
+// view: an open of a FIFO waits for a writer. Both used to hang.
+func TestUndoPutsFifoBack(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"x": "x\n"})
+	must(t, syscall.Mkfifo(filepath.Join(root, "p"), 0o644))
+	must(t, f.Remove("p"))
+	must(t, f.Mkdir("p", 0o755))
+	must(t, f.Mkdir("p/q", 0o755))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Undo(SourceCLI)
+		if err == nil {
+			var names []string
+			if names, err = readDirNames(f, "p"); err == nil && !slices.Equal(names, []string{"q"}) {
+				err = fmt.Errorf("p lists %q, want q", names)
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("undo and the listing of p still waiting after a minute")
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "p")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("p on disk after the undo: %v %v, want the FIFO", fi, err)
+	}
+}
+
+// readDirNames lists a directory of the view.
+func readDirNames(f *Fs, p string) ([]string, error) {
+	dir, err := f.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
 }
