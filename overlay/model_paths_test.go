@@ -144,6 +144,7 @@ func parentOfKey(p string) string {
 
 // touch records that the view changed p (or was asked to).
 func (m *model) touch(ps ...string) {
+	m.changes++
 	for _, p := range ps {
 		m.touched[p] = true
 		if q, ok := m.plain(p, true); ok {

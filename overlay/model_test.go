@@ -144,6 +144,8 @@ type model struct {
 	opened   int   // handles opened so far, to name them in the trace
 	trace    []string
 	failed   bool
+	commits  []commitStep // made and not undone, the last last
+	changes  int          // changing operations of the view so far
 }
 
 // names of the model's paths: few, so operations collide often.
@@ -193,7 +195,8 @@ func newModel(t *testing.T, v modelVariant, seed uint64) *model {
 		"readlink": m.opReadlink, "link": m.opLink, "chmod": m.opChmod, "chtimes": m.opChtimes,
 		"truncate": m.opTruncate, "mknod": m.opMknod,
 		"buffer": func(vfstest.Op) { m.opBuffer() }, "reopen": func(vfstest.Op) { m.reopen() },
-		"disk": func(vfstest.Op) { m.opDisk() },
+		"disk":   func(vfstest.Op) { m.opDisk() },
+		"commit": func(vfstest.Op) { m.opCommit() }, "undo": func(vfstest.Op) { m.opUndo() },
 	}
 	m.logf("initial tree: %q", m.refPaths())
 	if v.buffers {
@@ -258,6 +261,7 @@ func (v modelVariant) weights() map[string]int {
 		"open": 6, "writeFile": 5, "readFile": 3, "handle": 8, "stat": 4, "readDir": 3,
 		"mkdir": 3, "remove": 2, "removeAll": 1, "rename": 4, "rename2": 1,
 		"symlink": 2, "readlink": 1, "link": 2, "chmod": 1, "chtimes": 1, "truncate": 2, "mknod": 1,
+		"commit": 1, "undo": 1,
 	}
 	if v.buffers {
 		w["buffer"] = 3
