@@ -210,9 +210,7 @@ func (m *model) opUndo() {
 	if n := len(m.commits); n > 0 && m.commits[n-1].renames {
 		// Known to go wrong (see the notes on issue 18): the undo
 		// of renamed directories nested in each other can stop
-		// partway, and a commit after the undo of a directory's
-		// rename can see a conflict that is none. Not undone here
-		// until fixed.
+		// partway. Not undone here until fixed.
 		return
 	}
 	before := contentSnapshot(m, m.env.root)

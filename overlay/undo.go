@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -91,6 +92,22 @@ func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
 		for p := parentOf(k); p != ""; p = parentOf(p) {
 			if e, ok := d.entries[p]; ok && rec.Entry[p] == nil && (e.Kind != kindDir || e.Opaque || e.Origin != "") {
 				busy[p] = true
+			}
+		}
+	}
+	// Below a directory the commit moved, the draft's entries since are
+	// based on what the disk holds there now, which the undo moves
+	// back: they would be based on nothing.
+	var moved []string
+	for k, e := range rec.Entry {
+		if e.Kind == kindDir && e.Origin != "" {
+			moved = append(moved, k+"/")
+		}
+	}
+	if len(moved) > 0 {
+		for k := range d.entries {
+			if slices.ContainsFunc(moved, func(m string) bool { return strings.HasPrefix(k, m) }) && rec.Entry[k] == nil {
+				busy[k] = true
 			}
 		}
 	}

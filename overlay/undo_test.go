@@ -199,3 +199,24 @@ func readDirNames(f *Fs, p string) ([]string, error) {
 	slices.Sort(names)
 	return names, err
 }
+
+// TestUndoRefusesChangeBelowMoved: a file the draft changed below a
+// directory the commit renamed is based on the disk's file there, which
+// the undo would move back: undo refuses and names it. It used to go
+// ahead, and the next commit saw the file as deleted by the user.
+func TestUndoRefusesChangeBelowMoved(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"g/f": "f\n"})
+	must(t, f.Rename("g", "b"))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, afero.WriteFile(f, "b/f", []byte("F\n"), 0o644))
+	_, err := d.Undo(SourceCLI)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "changed b/f again") {
+		t.Fatalf("undo: %v, want a conflict naming b/f", err)
+	}
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"b/f": "F\n"})
+}
