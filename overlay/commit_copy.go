@@ -19,10 +19,13 @@ import (
 
 // backup copies what the disk holds at key into the commit's undo
 // directory under name: a file with its mode, a symlink, or a whole
-// directory tree.
-func (d *Draft) backup(id uint64, key, name string) error {
+// directory tree, less the paths in movedAway.
+func (d *Draft) backup(id uint64, key, name string, movedAway map[string]bool) error {
 	dst := filepath.Join(d.undoDir(id), "disk", name)
-	err := copyTree(d.w.disk, diskName(key), afero.NewOsFs(), dst)
+	// What phase A moves away is not there when the op replaces key:
+	// undo moves it back from the staging directory.
+	skip := func(src string) bool { return movedAway[strings.TrimPrefix(src, "/")] }
+	err := copyTree(d.w.disk, diskName(key), afero.NewOsFs(), dst, skip)
 	if err != nil {
 		return fmt.Errorf("overlay: commit: keep %q for undo: %w", key, err)
 	}
@@ -31,12 +34,13 @@ func (d *Draft) backup(id uint64, key, name string) error {
 
 // copyFile copies a state file.
 func copyFile(src, dst string) error {
-	return copyTree(afero.NewOsFs(), src, afero.NewOsFs(), dst)
+	return copyTree(afero.NewOsFs(), src, afero.NewOsFs(), dst, nil)
 }
 
 // copyTree copies a file, symlink or directory tree between file systems,
-// keeping modes, mtimes and, as far as the caller may, owners.
-func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
+// keeping modes, mtimes and, as far as the caller may, owners; what is
+// below src and skip (if set) reports is left out.
+func copyTree(from afero.Fs, src string, to afero.Fs, dst string, skip func(src string) bool) error {
 	fi, err := lstatDisk(from, strings.TrimPrefix(src, "/"))
 	if err != nil {
 		return err
@@ -85,7 +89,10 @@ func copyTree(from afero.Fs, src string, to afero.Fs, dst string) error {
 			return err
 		}
 		for _, n := range names {
-			if err := copyTree(from, src+"/"+n, to, dst+"/"+n); err != nil {
+			if skip != nil && skip(src+"/"+n) {
+				continue
+			}
+			if err := copyTree(from, src+"/"+n, to, dst+"/"+n, skip); err != nil {
 				return err
 			}
 		}

@@ -240,7 +240,7 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 		}
 		if replaces {
 			backup := fmt.Sprint(len(rec.Ops))
-			if err := d.backup(rec.ID, e.Base.Path, backup); err != nil {
+			if err := d.backup(rec.ID, e.Base.Path, backup, movedAway); err != nil {
 				return err
 			}
 			op.Backup = backup

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"syscall"
 
@@ -32,7 +31,6 @@ type commitStep struct {
 	undoable bool
 	changes  int
 	sockets  map[string]fs.FileMode // the reference's, which the commit dropped
-	renames  bool                   // the commit renamed something
 }
 
 // contentSnapshot describes a tree as a commit writes it: each path's
@@ -200,19 +198,12 @@ func (m *model) opCommit() {
 	sockets := m.dropSockets()
 	m.diskWant = diskSnapshot(m.t, m.env.root)
 	if res.ID != 0 {
-		renames := slices.ContainsFunc(res.Applied, func(s overlay.StatusEntry) bool { return s.From != "" })
-		m.commits = append(m.commits, commitStep{before: before, after: after, undoable: !m.writersOpen(), changes: m.changes, sockets: sockets, renames: renames})
+		m.commits = append(m.commits, commitStep{before: before, after: after, undoable: !m.writersOpen(), changes: m.changes, sockets: sockets})
 	}
 	m.compareTrees()
 }
 
 func (m *model) opUndo() {
-	if n := len(m.commits); n > 0 && m.commits[n-1].renames {
-		// Known to go wrong (see the notes on issue 18): the undo
-		// of renamed directories nested in each other can stop
-		// partway. Not undone here until fixed.
-		return
-	}
 	before := contentSnapshot(m, m.env.root)
 	_, err := m.env.d.Undo(overlay.SourceCLI)
 	m.logf("undo: %v", err)

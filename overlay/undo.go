@@ -247,7 +247,7 @@ func (d *Draft) restore(rec *commitRecord, op commitOp, p *parents) error {
 	if err := disk.MkdirAll(diskName(parentOf(op.Path)), 0o755); err != nil {
 		return err
 	}
-	if err := copyTree(afero.NewOsFs(), src, disk, diskName(tmp)); err != nil {
+	if err := copyTree(afero.NewOsFs(), src, disk, diskName(tmp), nil); err != nil {
 		return err
 	}
 	// rename(2) puts a file over a file, not a directory over one.

@@ -220,3 +220,28 @@ func TestUndoRefusesChangeBelowMoved(t *testing.T) {
 	}
 	cmEqualTree(t, root, map[string]string{"b/f": "F\n"})
 }
+
+// TestUndoNestedRenames: a directory moved out of its parent, the parent
+// moved into another directory and removed there, and that one moved
+// in over an empty directory of the first (mv f c/c; mv c/c/f f;
+// mv c f/a; rmdir f/a/c). The commit's copy of the old f for undo held
+// f/f too, so the undo put the copy back first and then could not move
+// f/f itself back ("directory not empty"), leaving the disk half
+// reverted.
+func TestUndoNestedRenames(t *testing.T) {
+	disk := map[string]string{"c/z": "z\n", "f/a/": "", "f/f/a/": "", "f/f/x": "x\n"}
+	root, d, f := cmSetup(t, disk)
+	must(t, f.Rename("f", "c/c"))
+	must(t, f.Remove("c/c/a"))
+	must(t, f.Rename("c/c/f", "f"))
+	must(t, f.Rename("c", "f/a"))
+	must(t, f.Remove("f/a/c"))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"f/a/z": "z\n", "f/x": "x\n"})
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, disk)
+}
