@@ -83,6 +83,15 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 	if f.data != nil {
 		return f.data
 	}
+	if f.disk == nil && f.savedIno == 0 {
+		// Saved since the open, perhaps changed again since: a copy-up
+		// of the file saved is this handle's too.
+		if fi, err := f.d.diskLstat(f.lower); err == nil && fi.Mode().IsRegular() {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				f.savedIno = st.Ino
+			}
+		}
+	}
 	if data := f.copiedUp(); data != nil {
 		f.data = data
 		return data

@@ -54,11 +54,13 @@ func TestEditorFileHandleUnlinked(t *testing.T) {
 
 // TestEditorFileSavedThenCopiedUp: a read handle on a file only an
 // editor had follows it once saved, into the draft's copy when the view
-// changes it (before or after the handle's first read since the save),
-// as a handle on one inode does.
+// changes it (before or after the handle's first read since the save,
+// or after the editor's buffer changed again), as a handle on one inode
+// does.
 func TestEditorFileSavedThenCopiedUp(t *testing.T) {
-	for _, readFirst := range []bool{false, true} {
-		t.Run(map[bool]string{false: "copied up before a read", true: "read, then copied up"}[readFirst], func(t *testing.T) {
+	for _, order := range []string{"copied up before a read", "read, then copied up", "changed again, then copied up"} {
+		readFirst := order == "read, then copied up"
+		t.Run(order, func(t *testing.T) {
 			e := newViewEnv(t, map[string]string{"keep": "k"})
 			text := "an editor's new file, saved\n"
 			must(t, e.bufs.Open("g", 1, []byte(text)))
@@ -73,10 +75,19 @@ func TestEditorFileSavedThenCopiedUp(t *testing.T) {
 					t.Fatalf("read after the save: %q", buf[:n])
 				}
 			}
+			want := text[:5]
+			if order == "changed again, then copied up" {
+				// The buffer hides the saved file again (the handle
+				// has not opened it yet), and the copy-up takes its
+				// text.
+				_, err := e.bufs.Replace("g", 2, []byte("typed on\n"))
+				must(t, err)
+				want = "typed"
+			}
 			must(t, e.v.Truncate("g", 5))
 			n, err := h.ReadAt(buf, 0)
-			if string(buf[:n]) != text[:5] || err != io.EOF {
-				t.Fatalf("read after the view truncated it: %q, %v; want %q, EOF", buf[:n], err, text[:5])
+			if string(buf[:n]) != want || err != io.EOF {
+				t.Fatalf("read after the view truncated it: %q, %v; want %q, EOF", buf[:n], err, want)
 			}
 		})
 	}
