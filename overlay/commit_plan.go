@@ -157,10 +157,24 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 		staged[k] = s
 		rec.Ops = append(rec.Ops, commitOp{Kind: opStage, From: chosen[k].Origin, Stage: s})
 	}
+	// An entry that changes nothing is left out, unless what it is the
+	// same as is the lower object phase A moves away (mv g b; make g
+	// again as it was).
+	stays := func(k string) bool {
+		if !noop[k] {
+			return false
+		}
+		for p := chosen[k].Base.Path; p != ""; p = parentOf(p) {
+			if movedAway[p] {
+				return false
+			}
+		}
+		return true
+	}
 	// Phase B: parents first.
 	written := map[uint64]string{} // inode → first path written
 	for k, e := range chosen {
-		if noop[k] && e.Ino != 0 && e.Kind != kindDir {
+		if stays(k) && e.Ino != 0 && e.Kind != kindDir {
 			// The object is on disk at k already: its other names
 			// are links to it, as in the view.
 			written[e.Ino] = k
@@ -168,7 +182,7 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 	}
 	for _, k := range sortedKeys(chosen) {
 		e := chosen[k]
-		if noop[k] {
+		if stays(k) {
 			continue
 		}
 		var n *inode

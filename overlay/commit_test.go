@@ -441,3 +441,25 @@ func assertLinked(t *testing.T, root, a, b string) {
 		t.Errorf("%s and %s are not one file on disk (%v, %v)", a, b, erra, errb)
 	}
 }
+
+// TestCommitRemadeWhereMovedFrom: an object renamed away and made again
+// at its old path as it was (mv g b; ln -s f.txt g) leaves two, though
+// the new one alone changes nothing. The commit used to skip the new
+// one and move the old one away: one was lost.
+func TestCommitRemadeWhereMovedFrom(t *testing.T) {
+	for _, c := range []struct{ name, old string }{{"symlink", "->f.txt"}, {"file", "g\n"}} {
+		t.Run(c.name, func(t *testing.T) {
+			root, d, f := cmSetup(t, map[string]string{"g": c.old, "f.txt": "f\n"})
+			must(t, f.Rename("g", "b"))
+			if c.name == "symlink" {
+				must(t, f.Symlink("f.txt", "g"))
+			} else {
+				must(t, afero.WriteFile(f, "g", []byte(c.old), 0o644))
+			}
+			if _, err := d.Commit(CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			cmEqualTree(t, root, map[string]string{"g": c.old, "b": c.old, "f.txt": "f\n"})
+		})
+	}
+}

@@ -158,19 +158,7 @@ func (m *model) opCommit() {
 		// overlayfs does without its index): the names part.
 		return
 	}
-	// A handle open only for reading across a commit keeps the draft's
-	// object, no longer in the view: it reads what it read, not what
-	// is written at its path later (as after an editor's atomic save),
-	// and fstat counts no link.
-	open := m.handles[:0]
-	for _, h := range m.handles {
-		if h.flag == os.O_RDONLY {
-			m.closeHandle(h)
-		} else {
-			open = append(open, h)
-		}
-	}
-	m.handles = open
+	m.closeReaders()
 	before := contentSnapshot(m, m.env.root)
 	want := contentSnapshot(m, m.ref)
 	for _, b := range bufs {
@@ -203,7 +191,25 @@ func (m *model) opCommit() {
 	m.compareTrees()
 }
 
+// closeReaders closes the handles open only for reading: one open
+// across a commit or an undo keeps the object it had, which the view
+// no longer shows there: it reads what it read, not what is written at
+// its path later (as after an editor's atomic save), and fstat counts
+// no link.
+func (m *model) closeReaders() {
+	open := m.handles[:0]
+	for _, h := range m.handles {
+		if h.flag == os.O_RDONLY {
+			m.closeHandle(h)
+		} else {
+			open = append(open, h)
+		}
+	}
+	m.handles = open
+}
+
 func (m *model) opUndo() {
+	m.closeReaders()
 	before := contentSnapshot(m, m.env.root)
 	_, err := m.env.d.Undo(overlay.SourceCLI)
 	m.logf("undo: %v", err)
