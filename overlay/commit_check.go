@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"sort"
+	"strings"
 
 	"github.com/draftfs/draftfs/overlay/internal/textmerge"
 )
@@ -29,7 +31,28 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 			partner[it.key], partner[it.source] = it.source, it.key
 		}
 	}
+	// A rename moves its origin on disk: what the draft has at the
+	// origin now (an exchange's other half) and the renames from within
+	// it read the disk there, so they come along; so do the renames from
+	// within a path chosen, whose disk object the commit replaces.
+	origins := map[string]string{} // origin → key of the entry renamed from it
+	for k, e := range d.entries {
+		if from := d.renamedFrom(k, e); from != "" {
+			origins[from] = k
+		}
+	}
+	sortedOrigins := sortedKeys(origins)
 	var add func(k string)
+	renamesWithin := func(p string) {
+		if p == "" {
+			return // the root: renames come with their own paths
+		}
+		for i := sort.SearchStrings(sortedOrigins, p); i < len(sortedOrigins) && strings.HasPrefix(sortedOrigins[i], p); i++ {
+			if o := sortedOrigins[i]; within(o, p) {
+				add(origins[o])
+			}
+		}
+	}
 	add = func(k string) {
 		e, ok := d.entries[k]
 		if !ok {
@@ -41,6 +64,11 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 		chosen[k] = e
 		if p, ok := partner[k]; ok {
 			add(p)
+		}
+		renamesWithin(k)
+		if from := d.renamedFrom(k, e); from != "" {
+			add(from)
+			renamesWithin(from)
 		}
 		for _, b := range d.keysBelow(k) {
 			add(b)

@@ -463,3 +463,38 @@ func TestCommitRemadeWhereMovedFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitPartTakesWhatRenamesRead: committing one path of the draft
+// takes along the renames that read the disk objects the commit moves or
+// replaces: the other half of an exchange (mv --exchange g b; commit
+// b/g), and a rename out of a directory the commit moves (mv o/sub y;
+// mv o x; commit x/k). Committed alone, the other one's view lost its
+// object.
+func TestCommitPartTakesWhatRenamesRead(t *testing.T) {
+	t.Run("exchange", func(t *testing.T) {
+		root, d, f := cmSetup(t, map[string]string{"g/g": "g\n", "b/f": "f\n"})
+		must(t, f.Rename2("g", "b", RenameExchange))
+		must(t, afero.WriteFile(f, "b/g", []byte("G\n"), 0o644))
+		// b/g alone: b comes as its parent, g as b's other half.
+		if _, err := d.Commit(CommitOptions{Keys: []string{"b/g"}}); err != nil {
+			t.Fatal(err)
+		}
+		cmEqualTree(t, root, map[string]string{"b/g": "G\n", "g/f": "f\n"})
+		if b, err := afero.ReadFile(f, "g/f"); err != nil || string(b) != "f\n" {
+			t.Errorf("g/f in the view: %q %v", b, err)
+		}
+	})
+	t.Run("out of a moved directory", func(t *testing.T) {
+		root, d, f := cmSetup(t, map[string]string{"o/sub": "s\n", "o/k": "k\n"})
+		must(t, f.Rename("o/sub", "y"))
+		must(t, f.Rename("o", "x"))
+		must(t, afero.WriteFile(f, "x/k", []byte("K\n"), 0o644))
+		if _, err := d.Commit(CommitOptions{Keys: []string{"x/k"}}); err != nil {
+			t.Fatal(err)
+		}
+		cmEqualTree(t, root, map[string]string{"x/k": "K\n", "y": "s\n"})
+		if b, err := afero.ReadFile(f, "y"); err != nil || string(b) != "s\n" {
+			t.Errorf("y in the view: %q %v", b, err)
+		}
+	})
+}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -99,13 +101,14 @@ func (m *model) sameSnapshots(what string, got, want map[string]string) {
 	}
 }
 
-// dropSockets removes the reference's sockets, as a commit does the
-// view's (they are committed as nothing), and returns them with their
-// modes.
-func (m *model) dropSockets() map[string]fs.FileMode {
+// dropSockets removes the reference's sockets (those at the paths
+// applied, if not nil), as a commit does the view's (they are committed
+// as nothing), and returns them with their modes.
+func (m *model) dropSockets(applied map[string]bool) map[string]fs.FileMode {
 	out := map[string]fs.FileMode{}
 	filepath.WalkDir(m.ref, func(p string, de fs.DirEntry, err error) error {
-		if err == nil && de.Type()&fs.ModeSocket != 0 {
+		rel, _ := filepath.Rel(m.ref, p)
+		if err == nil && de.Type()&fs.ModeSocket != 0 && (applied == nil || applied[filepath.ToSlash(rel)]) {
 			var fi fs.FileInfo
 			if fi, err = de.Info(); err == nil {
 				out[p] = fi.Mode()
@@ -143,7 +146,10 @@ func (m *model) writersOpen() bool {
 	return false
 }
 
-func (m *model) opCommit() {
+// opCommit commits the draft, or (some) a random part of it: then
+// the paths the commit reports as applied must be on disk as the view
+// shows them, and the view must not change.
+func (m *model) opCommit(some bool) {
 	bufs := m.env.bufs.List()
 	for _, b := range bufs {
 		if !m.untouched(b.Path) {
@@ -171,8 +177,24 @@ func (m *model) opCommit() {
 			delete(want, b.Path)
 		}
 	}
-	res, err := m.env.d.Commit(overlay.CommitOptions{AllowSetid: true, AllowOwner: true, Source: overlay.SourceCLI})
-	m.logf("commit: %v", err)
+	var keys []string
+	if some {
+		st, err := m.env.d.Status()
+		if err != nil {
+			m.fail("status: %v", err)
+			return
+		}
+		for _, e := range st {
+			if m.rng.IntN(2) == 0 {
+				keys = append(keys, strings.TrimSuffix(e.Path, "/"))
+			}
+		}
+		if len(keys) == 0 {
+			return
+		}
+	}
+	res, err := m.env.d.Commit(overlay.CommitOptions{Keys: keys, AllowSetid: true, AllowOwner: true, Source: overlay.SourceCLI})
+	m.logf("commit %q: %v", keys, err)
 	if err != nil {
 		var conflicts []overlay.Conflict
 		if res != nil {
@@ -182,8 +204,27 @@ func (m *model) opCommit() {
 		return
 	}
 	after := contentSnapshot(m, m.env.root)
-	m.sameSnapshots("commit", after, want)
-	sockets := m.dropSockets()
+	got := after
+	var applied map[string]bool // nil: all
+	if some {
+		// What else the disk has is the draft's to commit later.
+		applied = map[string]bool{}
+		for _, e := range res.Applied {
+			applied[e.Path], applied[e.From] = true, e.From != ""
+		}
+		only := func(snap map[string]string) map[string]string {
+			out := map[string]string{}
+			for k, v := range snap {
+				if applied[k] {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		got, want = only(after), only(want)
+	}
+	m.sameSnapshots("commit", got, want)
+	sockets := m.dropSockets(applied)
 	m.diskWant = diskSnapshot(m.t, m.env.root)
 	if res.ID != 0 {
 		m.commits = append(m.commits, commitStep{before: before, after: after, undoable: !m.writersOpen(), changes: m.changes, sockets: sockets})
@@ -251,4 +292,92 @@ func (m *model) opUndo() {
 	m.commits = m.commits[:len(m.commits)-1]
 	m.diskWant = diskSnapshot(m.t, m.env.root)
 	m.compareTrees()
+}
+
+// opDiscard discards the whole draft: the view shows the disk again
+// (and the editor's buffers), and so does the reference, made a copy of
+// the disk. Handles go first: one open across a discard keeps the
+// draft's object, which the view no longer shows.
+func (m *model) opDiscard() {
+	for _, h := range m.handles {
+		m.closeHandle(h)
+	}
+	m.handles = nil
+	_, err := m.env.d.Discard(nil, overlay.SourceCLI)
+	m.logf("discard: %v", err)
+	if err != nil {
+		m.fail("discard: %v", err)
+		return
+	}
+	ents, err := os.ReadDir(m.ref)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(m.ref, e.Name())); err != nil {
+			m.t.Fatal(err)
+		}
+	}
+	if err := m.copyDisk(""); err != nil {
+		m.t.Fatalf("reference: %v", err)
+	}
+	for _, b := range m.env.bufs.List() {
+		if s, ok := m.env.bufs.Get(b.Path); ok && b.Dirty {
+			if err := writeInPlace(m.r(b.Path), s.Text); err != nil {
+				m.t.Fatalf("reference: %v", err)
+			}
+		}
+	}
+	checkSnapshot(m.t, m.env.root, m.diskWant) // a discard writes nothing there
+	m.compareTrees()
+}
+
+// copyDisk copies the disk's tree at p to the reference: types, modes,
+// content, symlink targets (as the reference's), FIFOs.
+func (m *model) copyDisk(p string) error {
+	src, dst := m.env.disk(p), m.r(p)
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.IsDir():
+		if p != "" {
+			if err := os.Mkdir(dst, 0o700); err != nil {
+				return err
+			}
+		}
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := m.copyDisk(path.Join(p, e.Name())); err != nil {
+				return err
+			}
+		}
+		return os.Chmod(dst, fi.Mode().Perm())
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if rest, ok := strings.CutPrefix(t, m.env.root+"/"); ok {
+			t = m.ref + "/" + rest
+		}
+		return os.Symlink(t, dst)
+	case fi.Mode()&fs.ModeNamedPipe != 0:
+		if err := unix.Mkfifo(dst, 0o600); err != nil {
+			return err
+		}
+		return os.Chmod(dst, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(dst, fi.Mode().Perm())
 }

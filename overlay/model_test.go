@@ -196,7 +196,8 @@ func newModel(t *testing.T, v modelVariant, seed uint64) *model {
 		"truncate": m.opTruncate, "mknod": m.opMknod,
 		"buffer": func(vfstest.Op) { m.opBuffer() }, "reopen": func(vfstest.Op) { m.reopen() },
 		"disk":   func(vfstest.Op) { m.opDisk() },
-		"commit": func(vfstest.Op) { m.opCommit() }, "undo": func(vfstest.Op) { m.opUndo() },
+		"commit": func(vfstest.Op) { m.opCommit(false) }, "commitSome": func(vfstest.Op) { m.opCommit(true) },
+		"undo": func(vfstest.Op) { m.opUndo() }, "discard": func(vfstest.Op) { m.opDiscard() },
 	}
 	m.logf("initial tree: %q", m.refPaths())
 	if v.buffers {
@@ -261,7 +262,7 @@ func (v modelVariant) weights() map[string]int {
 		"open": 6, "writeFile": 5, "readFile": 3, "handle": 8, "stat": 4, "readDir": 3,
 		"mkdir": 3, "remove": 2, "removeAll": 1, "rename": 4, "rename2": 1,
 		"symlink": 2, "readlink": 1, "link": 2, "chmod": 1, "chtimes": 1, "truncate": 2, "mknod": 1,
-		"commit": 1, "undo": 1,
+		"commit": 1, "commitSome": 1, "undo": 1, "discard": 1,
 	}
 	if v.buffers {
 		w["buffer"] = 3
