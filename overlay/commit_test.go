@@ -498,3 +498,28 @@ func TestCommitPartTakesWhatRenamesRead(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitRewritesWhatACopyMovedFrom: a file copied up (the copy keeps
+// the disk file's number), moved away with a writer still open on it,
+// and its path given an object the same as the disk's file: the commit
+// writes that path anew. Left as it was, the disk's file still had the
+// copy's number, and the view took it for the copy kept for the writer:
+// the path read what the handle wrote elsewhere.
+func TestCommitRewritesWhatACopyMovedFrom(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"g": "", "b": "b\n", "c/g": "cg\n"})
+	h, err := f.OpenFile("g", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	defer h.Close()
+	_, err = h.Write([]byte("via handle\n"))
+	must(t, err)
+	must(t, f.Rename2("c/g", "g", RenameExchange))
+	must(t, afero.WriteFile(f, "b", nil, 0o644))
+	must(t, f.Rename("b", "g"))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"g": "", "c/g": "via handle\n"})
+	if b, err := afero.ReadFile(f, "g"); err != nil || len(b) != 0 {
+		t.Errorf("g in the view after the commit: %q %v, want it empty", b, err)
+	}
+}
