@@ -67,7 +67,16 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 		}
 		renamesWithin(k)
 		if from := d.renamedFrom(k, e); from != "" {
-			add(from)
+			// What the draft has at the origin, or the removal above
+			// it that hides it (mv a/c b; rm -r a).
+			for q := from; q != ""; q = parentOf(q) {
+				if o, ok := d.entries[q]; ok {
+					if q == from || o.Kind != kindDir || o.Opaque {
+						add(q)
+					}
+					break
+				}
+			}
 			renamesWithin(from)
 		}
 		for _, b := range d.keysBelow(k) {

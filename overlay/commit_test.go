@@ -523,3 +523,22 @@ func TestCommitRewritesWhatACopyMovedFrom(t *testing.T) {
 		t.Errorf("g in the view after the commit: %q %v, want it empty", b, err)
 	}
 }
+
+// TestCommitRenameTakesRemovalAbove: committing a file renamed out of a
+// directory the draft then removed (mv a/c b; rm -r a; commit b) takes
+// that removal along, as status shows the rename. The commit used to
+// write b and leave a/c on disk.
+func TestCommitRenameTakesRemovalAbove(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"a/c": "c\n", "a/d": "d\n", "x": "x\n"})
+	must(t, f.Rename("a/c", "b"))
+	h, err := f.OpenFile("b", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = h.Write([]byte("more\n"))
+	must(t, err)
+	must(t, h.Close())
+	must(t, f.RemoveAll("a"))
+	if _, err := d.Commit(CommitOptions{Keys: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"b": "c\nmore\n", "x": "x\n"})
+}
