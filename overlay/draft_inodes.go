@@ -2,7 +2,11 @@
 
 package overlay
 
-import "os"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // allocIno reserves a new draft inode number in t. Must be called with
 // d.mu held for writing.
@@ -65,6 +69,32 @@ func (d *Draft) orphaned(ino uint64) bool {
 	return ok
 }
 
+// copyAt identifies the data file of draft inode ino, named or
+// orphaned, by the file's own inode number: 0 when there is none.
+func (d *Draft) copyAt(ino uint64) uint64 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.copyAtLocked(ino)
+}
+
+// copyAtLocked is copyAt for a caller holding d.mu.
+func (d *Draft) copyAtLocked(ino uint64) uint64 {
+	n, ok := d.inodes[ino]
+	var m inode
+	if ok {
+		m = *n
+	} else {
+		d.filesMu.Lock()
+		m, ok = d.orphans[ino]
+		d.filesMu.Unlock()
+	}
+	var st unix.Stat_t
+	if !ok || !m.Data || unix.Fstatat(d.data, m.dataName(ino), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
 // inoFree reports whether a new draft inode may take number ino: no
 // inode, named or orphaned, has it. Must be called with d.mu held.
 func (d *Draft) inoFree(ino uint64) bool {
@@ -75,17 +105,6 @@ func (d *Draft) inoFree(ino uint64) bool {
 	defer d.filesMu.Unlock()
 	_, orphaned := d.orphans[ino]
 	return !orphaned
-}
-
-// namedInode returns a draft inode some entry names.
-func (d *Draft) namedInode(ino uint64) (inode, bool) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	n, ok := d.inodes[ino]
-	if !ok {
-		return inode{}, false
-	}
-	return *n, true
 }
 
 // inodeOf returns the metadata of a draft inode, named or orphaned, and

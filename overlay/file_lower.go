@@ -29,9 +29,10 @@ type lowerFile struct {
 	lower string
 	ino   uint64 // the lower object's inode number
 	d     *Draft
-	// orphanAtOpen: a discarded or removed draft copy with ino was still
-	// open elsewhere when this handle opened.
-	orphanAtOpen bool
+	// copyAtOpen is the data file (its inode number) of the draft copy
+	// with number ino at the open, named elsewhere or orphaned: another
+	// object, since the path showed the disk (see copiedUp); 0: none.
+	copyAtOpen uint64
 
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
@@ -128,23 +129,28 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 // open, if there is one: the draft inode keeps the lower inode number
 // (the path's at the open, or the disk file's an editor buffer was saved
 // to since), and stays this file's after an unlink (orphaned while
-// open). A draft copy already orphaned at the open (discarded, say) is
-// not this handle's: the path showed the disk. Must be called with f.src
-// held.
+// open). A draft copy that was there at the open (discarded, or moved
+// to another path, or put back there by an undo) is not this handle's:
+// the path showed the disk. Must be called with f.src held.
 func (f *lowerFile) copiedUp() *os.File {
 	for _, ino := range []uint64{f.ino, f.savedIno} {
 		if ino == 0 {
 			continue
 		}
 		n, _, ok := f.d.inodeOf(ino)
-		if ok && ino == f.ino && f.orphanAtOpen {
-			_, ok = f.d.namedInode(ino)
+		if !ok || !n.Data {
+			continue
 		}
-		if ok && n.Data {
-			if data, err := f.d.openData(n.dataName(ino), os.O_RDONLY, 0); err == nil {
-				return data
-			}
+		data, err := f.d.openData(n.dataName(ino), os.O_RDONLY, 0)
+		if err != nil {
+			continue
 		}
+		var st unix.Stat_t
+		if ino == f.ino && f.copyAtOpen != 0 && unix.Fstat(int(data.Fd()), &st) == nil && st.Ino == f.copyAtOpen {
+			data.Close()
+			continue
+		}
+		return data
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func (d *Draft) openDisk(key, name string) afero.File {
 	i := infoFrom(baseOf(key), w.lower, fi)
 	d.distinct(i, w.lower)
 	ino := i.attr.Ino
-	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: ino, d: d, disk: fd, seq: fd, orphanAtOpen: d.orphaned(ino)}
+	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: ino, d: d, disk: fd, seq: fd, copyAtOpen: d.copyAt(ino)}
 	// Held, so a copy-up's data file outlives its names while open.
 	d.mu.RLock()
 	d.holdFile(lf.ino)
@@ -123,7 +123,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 		return nil, pathErr("open", key, syscall.ENXIO) // the kernel serves its I/O, not the view
 	}
 	ino := fi.Sys().(*Attr).Ino
-	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: ino, d: d, orphanAtOpen: d.orphaned(ino)}
+	lf := &lowerFile{name: name, key: key, lower: p.w.lower, ino: ino, d: d, copyAtOpen: d.copyAt(ino)}
 	// The disk file is opened now, so the handle keeps reading it if the
 	// disk deletes or replaces the path; a buffer-only file has none.
 	// O_NONBLOCK: opening a named pipe would wait for a writer.

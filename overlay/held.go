@@ -186,11 +186,7 @@ func (d *Draft) heldCopy(f *lowerFile, src Source) (*dataFile, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ino := f.ino
-	_, named := d.inodes[ino]
-	d.filesMu.Lock()
-	_, orphaned := d.orphans[ino]
-	d.filesMu.Unlock()
-	if named || orphaned && !f.orphanAtOpen {
+	if c := d.copyAtLocked(ino); c != 0 && c != f.copyAtOpen {
 		return d.openHeldLocked(ino) // copied up meanwhile, by another handle say
 	}
 	if !d.inoFree(ino) {

@@ -245,3 +245,41 @@ func TestUndoNestedRenames(t *testing.T) {
 	}
 	cmEqualTree(t, root, disk)
 }
+
+// TestUndoCopyNotTakenForDiskFile: a file copied up (the copy keeps the
+// disk file's number), moved, committed, the rest of the draft
+// discarded, and the commit undone: the copy is back in the draft under
+// its new name, and the disk file, never changed, is at the old one.
+// The view took the disk file for the copy, and read the copy there
+// (and a handle opened there wrote into it).
+func TestUndoCopyNotTakenForDiskFile(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"b/a": "A\n"})
+	must(t, afero.WriteFile(f, "b/a", []byte("X\n"), 0o644))
+	must(t, f.Rename("b/a", "a"))
+	if _, err := d.Commit(CommitOptions{Keys: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Discard(nil, SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	check := func(want map[string]string) {
+		t.Helper()
+		for p, w := range want {
+			if b, err := afero.ReadFile(f, p); err != nil || string(b) != w {
+				t.Errorf("%s in the view: %q %v, want %q", p, b, err, w)
+			}
+		}
+	}
+	check(map[string]string{"a": "X\n", "b/a": "A\n"})
+	// A write through a handle opened on the disk file copies it up
+	// anew; it used to write into the copy at a.
+	h, err := f.OpenFile("b/a", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = h.Write([]byte("more\n"))
+	must(t, err)
+	must(t, h.Close())
+	check(map[string]string{"a": "X\n", "b/a": "A\nmore\n"})
+}
