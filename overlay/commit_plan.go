@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
-	"syscall"
 )
 
 // A commit applies chosen draft entries to disk in two phases, written
@@ -165,20 +164,9 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 		if !noop[k] {
 			return false
 		}
-		e := chosen[k]
-		for p := e.Base.Path; p != ""; p = parentOf(p) {
+		for p := chosen[k].Base.Path; p != ""; p = parentOf(p) {
 			if movedAway[p] {
 				return false
-			}
-		}
-		// Nor when the draft copied that object up and the copy is
-		// another path's now (mv g c/g with g copied up; g made again
-		// as it was): the view would take the disk's g for the copy.
-		if e.Kind != kindDir {
-			if fi, err := d.diskLstat(e.Base.Path); err == nil {
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Ino != e.Ino && d.inodes[st.Ino] != nil {
-					return false
-				}
 			}
 		}
 		return true

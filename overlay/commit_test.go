@@ -501,10 +501,10 @@ func TestCommitPartTakesWhatRenamesRead(t *testing.T) {
 
 // TestCommitRewritesWhatACopyMovedFrom: a file copied up (the copy keeps
 // the disk file's number), moved away with a writer still open on it,
-// and its path given an object the same as the disk's file: the commit
-// writes that path anew. Left as it was, the disk's file still had the
-// copy's number, and the view took it for the copy kept for the writer:
-// the path read what the handle wrote elsewhere.
+// and its path given an object the same as the disk's file, which the
+// commit leaves as it is: the view took that file for the copy kept for
+// the writer, and the path read what the handle wrote elsewhere (see
+// copyAtOpen).
 func TestCommitRewritesWhatACopyMovedFrom(t *testing.T) {
 	root, d, f := cmSetup(t, map[string]string{"g": "", "b": "b\n", "c/g": "cg\n"})
 	h, err := f.OpenFile("g", os.O_WRONLY|os.O_APPEND, 0)
