@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -162,17 +164,35 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 	if kerr == nil {
 		defer unix.Close(kept)
 	}
+	t := &txn{reserved: true}
+	// A number the draft gave another inode since (a copy-up of the
+	// same disk file) is not taken back: the inode gets a new one. In
+	// order, so that a run again after a crash gives the same numbers.
+	// The inode itself, kept at its path for a writer, keeps its own.
+	atPath := map[uint64]bool{}
+	for k, e := range rec.Entry {
+		if cur := d.entries[k]; cur != nil && e.Ino != 0 && cur.Ino == e.Ino {
+			atPath[e.Ino] = true
+		}
+	}
+	number := map[uint64]uint64{}
+	for _, ino := range slices.Sorted(maps.Keys(rec.Inode)) {
+		number[ino] = ino
+		if !atPath[ino] && !d.inoFree(ino) {
+			number[ino] = d.allocIno(t)
+		}
+	}
 	for ino, n := range rec.Inode {
 		if !n.Data {
 			continue
 		}
 		err := kerr // no directory: nothing left in it
 		if err == nil {
-			err = unix.Renameat(kept, fmt.Sprintf("%x", ino), d.data, dataName(ino))
+			err = unix.Renameat(kept, fmt.Sprintf("%x", ino), d.data, dataName(number[ino]))
 		}
 		if errors.Is(err, unix.ENOENT) {
 			var st unix.Stat_t
-			if d.statData(dataName(ino), &st) == nil {
+			if d.statData(dataName(number[ino]), &st) == nil {
 				continue // moved before a crash
 			}
 		}
@@ -180,12 +200,16 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 			return fmt.Errorf("overlay: undo of commit %d: restore draft content of inode %x: %w", rec.ID, ino, err)
 		}
 	}
-	t := &txn{reserved: true}
 	for k, e := range rec.Entry {
+		if e.Ino != 0 && number[e.Ino] != e.Ino {
+			c := *e
+			c.Ino = number[e.Ino]
+			e = &c
+		}
 		t.putEntry(k, e)
 	}
 	for ino, n := range rec.Inode {
-		t.putInode(ino, byNumber(n))
+		t.putInode(number[ino], byNumber(n))
 	}
 	// Nothing reads an undone commit's ops and entries again: its record
 	// keeps what the log shows, so that every later commit, undo and

@@ -283,3 +283,61 @@ func TestUndoCopyNotTakenForDiskFile(t *testing.T) {
 	must(t, h.Close())
 	check(map[string]string{"a": "X\n", "b/a": "A\nmore\n"})
 }
+
+// TestUndoRenumbersTakenInode: a copy-up keeps the disk file's number;
+// when the draft copied the same disk file up again after the commit
+// (mv c b; commit b; discard; truncate c), the undo puts the commit's
+// copy back under a new number. It took the old one back: its data
+// file replaced the new copy's, and b and c became one file.
+func TestUndoRenumbersTakenInode(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"b": "b\n", "c": "cc\n"})
+	h, err := f.OpenFile("c", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = h.Write([]byte("+\n"))
+	must(t, err)
+	must(t, h.Close())
+	must(t, f.Rename("c", "b"))
+	if _, err := d.Commit(CommitOptions{Keys: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Discard(nil, SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.Truncate("c", 1))
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"b": "cc\n+\n", "c": "c"} {
+		if b, err := afero.ReadFile(f, p); err != nil || string(b) != want {
+			t.Errorf("%s in the view: %q %v, want %q", p, b, err, want)
+		}
+	}
+	bi, _ := f.Stat("b")
+	ci, _ := f.Stat("c")
+	if bi != nil && ci != nil && bi.Sys().(*Attr).Ino == ci.Sys().(*Attr).Ino {
+		t.Errorf("b and c are one inode, %d", ci.Sys().(*Attr).Ino)
+	}
+}
+
+// TestUndoKeepsKeptInode: the undo of a hunk commit puts the file back
+// as the same inode the rest of its change stayed in (its number is in
+// use by that inode, not by another copy), so the path keeps its inode
+// number across the undo.
+func TestUndoKeepsKeptInode(t *testing.T) {
+	_, d, f := cmSetup(t, map[string]string{"x": hunkBase})
+	hkWrite(t, f, "x", strings.Replace(strings.Replace(hunkBase, "b\n", "B\n", 1), "o\n", "O\n", 1))
+	hs := hunksOf(t, d, "x")
+	if _, err := d.Commit(CommitOptions{Hunks: []string{hs[0].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := f.Stat("x")
+	must(t, err)
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	after, err := f.Stat("x")
+	must(t, err)
+	if b, a := before.Sys().(*Attr).Ino, after.Sys().(*Attr).Ino; b != a {
+		t.Errorf("x's inode number: %d before the undo, %d after", b, a)
+	}
+}
