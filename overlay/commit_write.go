@@ -73,14 +73,17 @@ func (d *Draft) writeBatch(rec *commitRecord, a, b int, p *parents) (*batch, int
 	}
 	bt := &batch{a: a, b: b, synced: make(chan error, 1)}
 	go func() {
-		defer closeAll()
+		var err error
 		for _, fd := range syncs {
-			if err := unix.Syncfs(fd); err != nil {
-				bt.synced <- &fs.PathError{Op: "syncfs", Path: d.w.root, Err: err}
-				return
+			if e := unix.Syncfs(fd); e != nil {
+				err = &fs.PathError{Op: "syncfs", Path: d.w.root, Err: e}
+				break
 			}
 		}
-		bt.synced <- nil
+		// Closed before the commit hears of it: the commit is done
+		// with no descriptor of its own left open.
+		closeAll()
+		bt.synced <- err
 	}()
 	return bt, 0, nil
 }
