@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
+	"github.com/draftfs/draftfs/overlay/vfstest"
 )
 
 // The model commits and undoes at random points too. A commit must
@@ -40,43 +41,17 @@ type commitStep struct {
 // as the view shows it); not its times (a commit writes its own), not
 // sockets (a commit writes none).
 func contentSnapshot(m *model, dir string) map[string]string {
-	snap := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := de.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		desc := fi.Mode().String()
+	return vfstest.Describe(m.t, dir, func(p string, fi fs.FileInfo) (string, error) {
 		switch {
 		case fi.Mode()&fs.ModeSocket != 0:
-			return nil
-		case fi.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += fmt.Sprintf(" %q", b)
-		case fi.Mode()&fs.ModeSymlink != 0:
+			return "", nil
+		case fi.Mode()&fs.ModeSymlink != 0 && dir == m.ref:
 			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if dir == m.ref {
-				target = m.viewTarget(target)
-			}
-			desc += " -> " + target
+			return fi.Mode().String() + " -> " + m.viewTarget(target), err
 		}
-		snap[filepath.ToSlash(rel)] = desc
-		return nil
+		c, err := vfstest.Content(p, fi)
+		return fi.Mode().String() + c, err
 	})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	return snap
 }
 
 // sameSnapshots fails the model where got and want differ.

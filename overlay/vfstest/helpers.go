@@ -50,6 +50,16 @@ func WriteTree(t testing.TB, dir string, tree map[string]string) {
 // type, permissions, size, content or symlink target and mtime.
 func DiskSnapshot(t testing.TB, dir string) map[string]string {
 	t.Helper()
+	return Describe(t, dir, func(p string, fi fs.FileInfo) (string, error) {
+		c, err := Content(p, fi)
+		return fi.Mode().String() + " " + fi.ModTime().UTC().String() + c, err
+	})
+}
+
+// Describe walks the tree at dir and gives each path in it (relative,
+// "." for dir itself) what desc says of it; "" leaves the path out.
+func Describe(t testing.TB, dir string, desc func(p string, fi fs.FileInfo) (string, error)) map[string]string {
+	t.Helper()
 	snap := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,29 +69,32 @@ func DiskSnapshot(t testing.TB, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		desc := fi.Mode().String() + " " + fi.ModTime().UTC().String()
-		switch {
-		case fi.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(b)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			desc += " -> " + target
+		d, err := desc(p, fi)
+		if err != nil || d == "" {
+			return err
 		}
-		snap[rel] = desc
+		rel, _ := filepath.Rel(dir, p)
+		snap[filepath.ToSlash(rel)] = d
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return snap
+}
+
+// Content is what a snapshot shows of the file at p: " " and its
+// content, " -> " and a symlink's target, nothing for other types.
+func Content(p string, fi fs.FileInfo) (string, error) {
+	switch {
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(p)
+		return " " + string(b), err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		return " -> " + target, err
+	}
+	return "", nil
 }
 
 // CheckSnapshot fails when the tree at dir differs from want.
