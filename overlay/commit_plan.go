@@ -272,14 +272,16 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 // a directory again is no obstacle. Must be called with d.mu held.
 func (d *Draft) linkedParentsLocked(chosen map[string]*entry) []Conflict {
 	isLink := map[string]bool{}
-	linked := func(p string) string {
+	// placed: p is where phase B puts things, after phase A moved
+	// what renames take (not an origin, which phase A reads as it is).
+	linked := func(p string, placed bool) string {
 		for i := 0; i < len(p); i++ {
 			if p[i] != '/' {
 				continue
 			}
 			q := p[:i]
-			if e, ok := chosen[q]; ok && e.Kind == kindDir && (e.Opaque || e.Base == nil || !e.Base.Exists || e.Base.Kind != kindDir) {
-				return "" // the commit makes q a directory first
+			if e, ok := chosen[q]; ok && e.Kind == kindDir && (e.Opaque || e.Base == nil || !e.Base.Exists || e.Base.Kind != kindDir || placed && d.renamedFrom(q, e) != "") {
+				return "" // the commit makes q a directory first (or moves one there)
 			}
 			link, seen := isLink[q]
 			if !seen {
@@ -299,9 +301,9 @@ func (d *Draft) linkedParentsLocked(chosen map[string]*entry) []Conflict {
 	var out []Conflict
 	for _, k := range sortedKeys(chosen) {
 		e := chosen[k]
-		q := linked(k)
+		q := linked(k, true)
 		if q == "" && e.Origin != "" {
-			q = linked(e.Origin)
+			q = linked(e.Origin, false)
 		}
 		if q != "" {
 			out = append(out, Conflict{k, fmt.Sprintf("its parent %s is a symlink on disk now; committing would go through it (--force does not: make %s a directory again, or discard %s)", q, q, k)})

@@ -542,3 +542,18 @@ func TestCommitRenameTakesRemovalAbove(t *testing.T) {
 	}
 	cmEqualTree(t, root, map[string]string{"b": "c\nmore\n", "x": "x\n"})
 }
+
+// TestCommitBelowMovedOverSymlink: a path below a directory the commit
+// moves in over one whose child is a symlink on disk (mv --exchange b
+// c, where c/g is a symlink and b/g a directory; then c/g/new) commits:
+// the commit puts the moved directory there first, so nothing goes
+// through the symlink. It was refused as a path below a symlink.
+func TestCommitBelowMovedOverSymlink(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"b/g/x": "x\n", "c/g": "->../b", "k": "k\n"})
+	must(t, f.Rename2("b", "c", RenameExchange))
+	must(t, afero.WriteFile(f, "c/g/new", []byte("n\n"), 0o644))
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"c/g/x": "x\n", "c/g/new": "n\n", "b/g": "->../b", "k": "k\n"})
+}
