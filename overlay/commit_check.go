@@ -26,19 +26,18 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 	}
 	items := d.items()
 	partner := map[string]string{}
-	for _, it := range items {
-		if it.source != "" {
-			partner[it.key], partner[it.source] = it.source, it.key
-		}
-	}
 	// A rename moves its origin on disk: what the draft has at the
 	// origin now (an exchange's other half) and the renames from within
 	// it read the disk there, so they come along; so do the renames from
 	// within a path chosen, whose disk object the commit replaces.
 	origins := map[string]string{} // origin → key of the entry renamed from it
-	for k, e := range d.entries {
-		if from := d.renamedFrom(k, e); from != "" {
-			origins[from] = k
+	from := map[string]string{}    // the inverse
+	for _, it := range items {
+		if it.source != "" {
+			partner[it.key], partner[it.source] = it.source, it.key
+		}
+		if it.from != "" {
+			origins[it.from], from[it.key] = it.key, it.from
 		}
 	}
 	sortedOrigins := sortedKeys(origins)
@@ -66,18 +65,18 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 			add(p)
 		}
 		renamesWithin(k)
-		if from := d.renamedFrom(k, e); from != "" {
+		if o := from[k]; o != "" {
 			// What the draft has at the origin, or the removal above
 			// it that hides it (mv a/c b; rm -r a).
-			for q := from; q != ""; q = parentOf(q) {
-				if o, ok := d.entries[q]; ok {
-					if q == from || o.Kind != kindDir || o.Opaque {
+			for q := o; q != ""; q = parentOf(q) {
+				if at, ok := d.entries[q]; ok {
+					if q == o || at.Kind != kindDir || at.Opaque {
 						add(q)
 					}
 					break
 				}
 			}
-			renamesWithin(from)
+			renamesWithin(o)
 		}
 		for _, b := range d.keysBelow(k) {
 			add(b)

@@ -79,17 +79,9 @@ func (d *Draft) copyAt(ino uint64) uint64 {
 
 // copyAtLocked is copyAt for a caller holding d.mu.
 func (d *Draft) copyAtLocked(ino uint64) uint64 {
-	n, ok := d.inodes[ino]
-	var m inode
-	if ok {
-		m = *n
-	} else {
-		d.filesMu.Lock()
-		m, ok = d.orphans[ino]
-		d.filesMu.Unlock()
-	}
+	n, _, ok := d.inodeOfLocked(ino)
 	var st unix.Stat_t
-	if !ok || !m.Data || unix.Fstatat(d.data, m.dataName(ino), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if !ok || !n.Data || unix.Fstatat(d.data, n.dataName(ino), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return 0
 	}
 	return st.Ino
@@ -112,6 +104,11 @@ func (d *Draft) inoFree(ino uint64) bool {
 func (d *Draft) inodeOf(ino uint64) (inode, int, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
+	return d.inodeOfLocked(ino)
+}
+
+// inodeOfLocked is inodeOf for a caller holding d.mu.
+func (d *Draft) inodeOfLocked(ino uint64) (inode, int, bool) {
 	if n, ok := d.inodes[ino]; ok {
 		return *n, d.links[ino], true
 	}

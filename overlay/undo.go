@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -98,16 +97,19 @@ func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
 	// Below a directory the commit moved, the draft's entries since are
 	// based on what the disk holds there now, which the undo moves
 	// back: they would be based on nothing.
-	var moved []string
+	moved := map[string]bool{}
 	for k, e := range rec.Entry {
 		if e.Kind == kindDir && e.Origin != "" {
-			moved = append(moved, k+"/")
+			moved[k] = true
 		}
 	}
 	if len(moved) > 0 {
 		for k := range d.entries {
-			if slices.ContainsFunc(moved, func(m string) bool { return strings.HasPrefix(k, m) }) && rec.Entry[k] == nil {
-				busy[k] = true
+			for p := parentOf(k); p != "" && rec.Entry[k] == nil; p = parentOf(p) {
+				if moved[p] {
+					busy[k] = true
+					break
+				}
 			}
 		}
 	}
