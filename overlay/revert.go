@@ -168,7 +168,8 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 	// A number the draft gave another inode since (a copy-up of the
 	// same disk file) is not taken back: the inode gets a new one. In
 	// order, so that a run again after a crash gives the same numbers.
-	// The inode itself, kept at its path for a writer, keeps its own.
+	// An inode still at its path (the rest of a hunk commit's file)
+	// keeps its own.
 	atPath := map[uint64]bool{}
 	for k, e := range rec.Entry {
 		if cur := d.entries[k]; cur != nil && e.Ino != 0 && cur.Ino == e.Ino {
