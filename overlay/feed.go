@@ -135,6 +135,11 @@ type feed struct {
 	mu   sync.Mutex // protects subs and sending on their channels
 	subs map[*Subscription]struct{}
 	seq  atomic.Uint64 // publishes so far, counted before any is sent
+	// pace lets one publishPaced at a time wait for room: a part of a
+	// commit's changes waiting for room for all of it would otherwise
+	// wait for ever while the disk watcher takes each place a subscriber
+	// frees, one change at a time, until its timeout overflows the queue.
+	pace sync.Mutex
 }
 
 func (f *feed) subscribe(followed bool) *Subscription {
@@ -165,16 +170,19 @@ func (f *feed) unsubscribe(s *Subscription) {
 // publishPaced is publish for the many changes of a commit, undo or
 // discard, or a burst of disk changes, from a caller holding no lock a
 // subscriber may need: it hands them over in parts, each once every
-// followed subscriber (a mount) has room for it in its queue, or
-// paceTimeout after its first wait. All at once, the paths of a large
-// commit overflow a mount's queue, and a mount that lost changes drops
-// every entry the kernel holds: a notification for each node of the
-// tree it was reading, after which every lookup misses.
+// followed subscriber (a mount) has room for it in its queue, or once
+// the subscriber it waits for made no progress for paceTimeout. All at
+// once, the paths of a large commit overflow a mount's queue, and a
+// mount that lost changes drops every entry the kernel holds: a
+// notification for each node of the tree it was reading, after which
+// every lookup misses.
 func (f *feed) publishPaced(changes []Change) {
 	// The timer starts at the first wait: the disk watcher publishes
 	// each event here, and most find room at once.
-	var deadline <-chan time.Time
+	var wait *time.Timer
 	late := false
+	f.pace.Lock()
+	defer f.pace.Unlock()
 	for len(changes) > 0 {
 		n := min(len(changes), feedQueue/2)
 		for !late {
@@ -182,14 +190,14 @@ func (f *feed) publishPaced(changes []Change) {
 			if progress == nil {
 				break
 			}
-			if deadline == nil {
-				t := time.NewTimer(paceTimeout)
-				defer t.Stop()
-				deadline = t.C
+			if wait == nil {
+				wait = time.NewTimer(paceTimeout)
+				defer wait.Stop()
 			}
 			select {
 			case <-progress:
-			case <-deadline:
+				wait.Reset(paceTimeout)
+			case <-wait.C:
 				late = true
 			}
 		}
@@ -200,8 +208,8 @@ func (f *feed) publishPaced(changes []Change) {
 	}
 }
 
-// paceTimeout bounds how long publishPaced waits for followed
-// subscribers that fall behind.
+// paceTimeout bounds how long publishPaced waits for a followed
+// subscriber that makes no progress.
 const paceTimeout = 2 * time.Second
 
 // publishRoomy publishes changes if every followed subscriber's queue
