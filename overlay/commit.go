@@ -213,6 +213,13 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 		return nil, err
 	}
 	rec.Paths = sortedKeys(chosen)
+	if err := d.planLocked(rec, chosen, merged, noop, opts.AllowOwner); err != nil {
+		return nil, err
+	}
+	if err := d.keepPartsLocked(rec, parts); err != nil {
+		return nil, err
+	}
+	linked := d.linkOpsLocked(rec, chosen)
 	for _, k := range rec.Paths {
 		e := chosen[k]
 		if e.Ino == 0 || rec.Inode[e.Ino] != nil {
@@ -220,26 +227,19 @@ func (d *Draft) prepareLocked(chosen map[string]*entry, merged map[string][]byte
 		}
 		n := d.inodes[e.Ino]
 		rec.Inode[e.Ino] = n
-		if n.Data {
+		if n.Data && !linked[e.Ino] {
 			// A link shares the content; a file still open for writing
 			// changes on after the commit, so undo gets a copy of it.
-			keep := fmt.Sprintf("%x", e.Ino)
 			var err error
 			if d.writers[e.Ino] > 0 {
-				err = copyFile(d.dataPath(n.dataName(e.Ino)), filepath.Join(keepDir, keep))
-			} else if err = unix.Linkat(d.data, n.dataName(e.Ino), kept, keep, 0); err != nil {
-				err = &fs.PathError{Op: "link", Path: d.dataPath(n.dataName(e.Ino)), Err: err}
+				err = copyFile(d.dataPath(n.dataName(e.Ino)), filepath.Join(keepDir, keepName(e.Ino)))
+			} else {
+				err = d.keepData(e.Ino, n, kept)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("overlay: commit: keep %q for undo: %w", k, err)
 			}
 		}
-	}
-	if err := d.planLocked(rec, chosen, merged, noop, opts.AllowOwner); err != nil {
-		return nil, err
-	}
-	if err := d.keepPartsLocked(rec, parts); err != nil {
-		return nil, err
 	}
 	if !slices.ContainsFunc(rec.Ops, func(op commitOp) bool { return op.Kind == opStage }) {
 		// No phase A: recorded as placing at once, not rewritten so
@@ -259,6 +259,11 @@ var testHookOp func(i int) error
 // testHookStamped, when set by a test, runs when a commit is done, before
 // its record is stamped.
 var testHookStamped func()
+
+// testHookReleased, when set by a test, runs once the draft let go of
+// the data files a commit linked into place, before the commit is
+// stamped; an error stops the commit there as a crash would.
+var testHookReleased func() error
 
 // runLocked applies a prepared commit's ops and then drops the
 // committed entries from the draft. Must be called with d.mu held.
@@ -304,6 +309,12 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 	}
 	if testHookStamped != nil {
 		testHookStamped()
+	}
+	d.releaseLinked(rec)
+	if testHookReleased != nil {
+		if err := testHookReleased(); err != nil {
+			return err
+		}
 	}
 	rec.State, rec.Stamped = stateDone, time.Now().UnixNano()
 	t.commits = map[uint64]*commitRecord{rec.ID: rec}

@@ -65,6 +65,9 @@ type commitOp struct {
 	Xattr map[string][]byte `json:"x,omitempty"`
 	// Owner is set on what the op makes at Path; nil: as created.
 	Owner *Owner `json:"o,omitempty"`
+	// Link: the write hard-links the draft's data file into place, and
+	// undo takes the file back from Path (see commit_link.go).
+	Link bool `json:"l,omitempty"`
 }
 
 // commitRecord is the journal and undo record of one commit.

@@ -96,7 +96,11 @@ func (d *Draft) placeBatch(rec *commitRecord, bt *batch, last int, p *parents, p
 	}
 	for i := bt.a; i < bt.b; i++ {
 		if op := &rec.Ops[i]; op.Kind == opWrite {
-			if err := d.placeTemp(rec, op, p); err != nil {
+			place := d.placeTemp
+			if op.Link {
+				place = d.placeLink
+			}
+			if err := place(rec, op, p); err != nil {
 				return d.failedLocked(rec, i, last, err)
 			}
 		}
@@ -173,6 +177,21 @@ func (p *parents) close() {
 // not synced: a descriptor on its file system is kept in syncs (by
 // device) for the caller to sync.
 func (d *Draft) writeTemp(rec *commitRecord, op *commitOp, p *parents, syncs map[uint64]int) error {
+	if op.Link {
+		err := d.prepareLink(rec, op, p, syncs)
+		if err != errNoLink {
+			return err
+		}
+		// Copied instead: kept for undo, and never through a temp
+		// name a crash left linked to the data file.
+		if err := d.keepForUndo(rec, op.Ino); err != nil {
+			return err
+		}
+		op.Link = false
+		if err := p.remove(tempName(rec, op.Path)); err != nil {
+			return err
+		}
+	}
 	src, err := d.opContent(rec, op)
 	if err != nil {
 		return err
@@ -251,6 +270,11 @@ func (d *Draft) placeTemp(rec *commitRecord, op *commitOp, p *parents) error {
 		dir.Remove(tmp)
 		return err
 	}
+	return d.setXattrs(op)
+}
+
+// setXattrs gives the file a write op placed its extended attributes.
+func (d *Draft) setXattrs(op *commitOp) error {
 	for k, v := range op.Xattr {
 		if err := d.w.dir.Setxattr(op.Path, k, v); err != nil {
 			return fmt.Errorf("set %s: %w", k, err)

@@ -153,6 +153,9 @@ func (d *Draft) rollbackLocked(rec *commitRecord, failed int, cause error) error
 // the draft; rec is journaled as stateUndoing. Must be called with d.mu
 // held for writing.
 func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
+	if err := d.takeBackLinked(rec, false); err != nil {
+		return fmt.Errorf("overlay: undo of commit %d: take back %w", rec.ID, err)
+	}
 	if err := d.revertLocked(rec, len(rec.Ops)); err != nil {
 		return fmt.Errorf("overlay: undo of commit %d: %w", rec.ID, err)
 	}
@@ -189,7 +192,7 @@ func (d *Draft) finishUndoLocked(rec *commitRecord, src Source) error {
 		}
 		err := kerr // no directory: nothing left in it
 		if err == nil {
-			err = unix.Renameat(kept, fmt.Sprintf("%x", ino), d.data, dataName(number[ino]))
+			err = unix.Renameat(kept, keepName(ino), d.data, dataName(number[ino]))
 		}
 		if errors.Is(err, unix.ENOENT) {
 			var st unix.Stat_t

@@ -130,6 +130,9 @@ func (d *Draft) undoLocked(rec *commitRecord, src Source) error {
 	if err := d.st.sync(); err != nil {
 		return fmt.Errorf("overlay: undo of commit %d: %w", rec.ID, err)
 	}
+	if err := d.takeBackLinked(rec, true); err != nil {
+		return fmt.Errorf("overlay: undo of commit %d: take back %w", rec.ID, err)
+	}
 	return d.finishUndoLocked(rec, src)
 }
 
@@ -177,7 +180,10 @@ func (d *Draft) changedSince(rec *commitRecord) []string {
 // put the mtime back, a replacement by rename) sets the ctime to a later
 // clock tick. A file changed in the last racyWindow before the moment is
 // hashed (git's "racily clean" rule), as is every file of a record
-// without stamps.
+// without stamps. A file the commit linked into place (commit_link.go)
+// changes its ctime when the draft lets go of it, at the very end: it
+// is stamped with that ctime, and is unchanged while it has it, if its
+// content was written racyWindow before.
 
 // fileStamp identifies a written file's content as the commit left it.
 type fileStamp struct {
@@ -185,6 +191,9 @@ type fileStamp struct {
 	Ino   uint64 `json:"i"`
 	Size  int64  `json:"s"`
 	Mtime int64  `json:"m"` // Unix ns
+	// Ctime, of a file a commit linked into place, is its ctime once the
+	// draft let go of it (see releaseLinked); 0 otherwise.
+	Ctime int64 `json:"c,omitempty"`
 }
 
 // stampFile stamps an open file.
@@ -204,8 +213,16 @@ func unchangedSince(rec *commitRecord, op commitOp, fi fs.FileInfo) bool {
 	if !ok || op.Stat == nil || rec.Stamped == 0 {
 		return false
 	}
-	return st.Dev == op.Stat.Dev && st.Ino == op.Stat.Ino && st.Size == op.Stat.Size &&
-		st.Mtim.Nano() == op.Stat.Mtime && st.Ctim.Nano() < rec.Stamped-racyWindow.Nanoseconds()
+	if st.Dev != op.Stat.Dev || st.Ino != op.Stat.Ino || st.Size != op.Stat.Size || st.Mtim.Nano() != op.Stat.Mtime {
+		return false
+	}
+	if c := op.Stat.Ctime; c != 0 {
+		// Linked: the ctime as the commit left it, and content written
+		// long enough before that a write since, in the same clock tick
+		// as the commit's last change, could not leave the mtime alone.
+		return st.Ctim.Nano() == c && op.Stat.Mtime < c-racyWindow.Nanoseconds()
+	}
+	return st.Ctim.Nano() < rec.Stamped-racyWindow.Nanoseconds()
 }
 
 // testHookDiskHash, when set by a test, is called with each file undo

@@ -96,33 +96,44 @@ func TestCommitUndoDecodeNoEarlierRecord(t *testing.T) {
 	}
 }
 
-// Undo whose draft files were all moved back before a crash, with the
-// directory that kept them gone, finishes: nothing is left to move.
+// Undo killed once the disk was reverted and every draft file moved
+// back (the directory that kept them gone too), before the draft was
+// written, finishes at the next open: nothing is left to move. One
+// file was linked into place by the commit, one kept for undo (a
+// writer had it open).
 func TestUndoKeptFilesMovedBefore(t *testing.T) {
 	root, d, f := cmSetup(t, map[string]string{"old": "o\n"})
-	for _, k := range []string{"a", "b", "c"} {
+	for _, k := range []string{"a", "b"} {
 		must(t, afero.WriteFile(f, k, []byte(k+"\n"), 0o644))
 	}
+	open, err := f.OpenFile("b", os.O_WRONLY, 0)
+	must(t, err)
 	res, err := d.Commit(CommitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, open.Close()) // b stays in the draft, as the commit left it
 	rec, err := d.st.commit(res.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	linked := 0
 	kept := filepath.Join(d.undoDir(res.ID), "data")
-	for ino, n := range rec.Inode {
-		if n.Data {
-			must(t, os.Rename(filepath.Join(kept, fmt.Sprintf("%x", ino)), d.dataPath(dataName(ino))))
+	for _, op := range rec.Ops {
+		from := filepath.Join(kept, keepName(op.Ino))
+		if op.Link {
+			linked++
+			from = filepath.Join(root, op.Path)
 		}
+		must(t, os.Rename(from, d.dataPath(dataName(op.Ino))))
+	}
+	if linked != 1 {
+		t.Fatalf("%d of the commit's ops linked their file, want 1 (a)", linked)
 	}
 	must(t, os.Remove(kept))
+	rec.State = stateUndoing
+	must(t, d.st.write(&txn{commits: map[uint64]*commitRecord{rec.ID: rec}}))
 	if _, err := d.Undo(SourceCLI); err != nil {
 		t.Fatal(err)
 	}
 	cmEqualTree(t, root, map[string]string{"old": "o\n"})
-	for _, k := range []string{"a", "b", "c"} {
+	for _, k := range []string{"a", "b"} {
 		if b, err := afero.ReadFile(f, k); err != nil || string(b) != k+"\n" {
 			t.Errorf("%s in the draft after undo: %q %v", k, b, err)
 		}

@@ -102,3 +102,52 @@ func (d *Dir) Remove(name string) error {
 	}
 	return nil
 }
+
+// LinkFrom makes name in the directory a hard link of fromName in
+// directory fromDir, a descriptor from outside the root (neither is
+// followed if a symlink).
+func (d *Dir) LinkFrom(fromDir int, fromName, name string) error {
+	if err := d.element("link", name); err != nil {
+		return err
+	}
+	err := unix.Linkat(fromDir, fromName, d.fd, name, 0)
+	for err == unix.EINTR {
+		err = unix.Linkat(fromDir, fromName, d.fd, name, 0)
+	}
+	if err != nil {
+		return &fs.PathError{Op: "link", Path: d.abs + "/" + name, Err: err}
+	}
+	return nil
+}
+
+// Lstat describes name in the directory, not followed if a symlink.
+func (d *Dir) Lstat(name string) (*unix.Stat_t, error) {
+	if err := d.element("lstat", name); err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	for err == unix.EINTR {
+		err = unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: d.abs + "/" + name, Err: err}
+	}
+	return &st, nil
+}
+
+// MoveOut renames name in the directory to toName in directory toDir, a
+// descriptor from outside the root (name is not followed if a symlink).
+func (d *Dir) MoveOut(name string, toDir int, toName string) error {
+	if err := d.element("rename", name); err != nil {
+		return err
+	}
+	err := unix.Renameat(d.fd, name, toDir, toName)
+	for err == unix.EINTR {
+		err = unix.Renameat(d.fd, name, toDir, toName)
+	}
+	if err != nil {
+		return &fs.PathError{Op: "rename", Path: d.abs + "/" + name, Err: err}
+	}
+	return nil
+}
