@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 )
 
 // A commit applies chosen draft entries to disk in two phases, written
@@ -154,22 +155,28 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 		return a < b
 	})
 	movedAway := map[string]bool{} // lower paths phase A moves
+	movedTo := map[string]string{} // the same, to the entry key each goes to
 	for i, k := range moving {
 		movedAway[chosen[k].Origin] = true
+		movedTo[chosen[k].Origin] = k
 		s := join(rec.Stage, fmt.Sprint(i))
 		staged[k] = s
 		rec.Ops = append(rec.Ops, commitOp{Kind: opStage, From: chosen[k].Origin, Stage: s})
 	}
-	// An entry that changes nothing is left out, unless what it is the
-	// same as is the lower object phase A moves away (mv g b; make g
-	// again as it was).
+	// An entry that changes nothing is left out where the lower object
+	// it is the same as is at its key once phase A's objects are placed:
+	// not where phase A moves that object (mv g b; make g again as it
+	// was), or a directory above it, elsewhere; yes where the object
+	// comes to the key with a directory above it that phase A moves
+	// there (a file renamed away and back below a renamed directory).
 	stays := func(k string) bool {
 		if !noop[k] {
 			return false
 		}
-		for p := chosen[k].Base.Path; p != ""; p = parentOf(p) {
-			if movedAway[p] {
-				return false
+		p := chosen[k].Base.Path
+		for q := p; q != ""; q = parentOf(q) {
+			if to, ok := movedTo[q]; ok {
+				return to+strings.TrimPrefix(p, q) == k
 			}
 		}
 		return true
@@ -208,6 +215,10 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			if ok, fi := d.diskHas(e.Origin); ok {
 				op.OldMode = fi.Mode() // what undo gives the moved object back
 			}
+		case n == nil:
+			// A rename phase A does not stage: a gap in the planner, refused
+			// rather than half applied.
+			return fmt.Errorf("overlay: commit: %q: the commit cannot place this rename; commit its directory with it, or report this: %w", k, ErrConflict)
 		case e.Kind == kindDir && !e.Opaque && e.Base != nil && e.Base.Exists && e.Base.Kind == kindDir:
 			if modeBits(n.Mode) == modeBits(e.Base.Mode) && !d.metaOf(item{key: k, e: *e, n: *n}).any() {
 				continue // only its times changed (names made in it): nothing to write

@@ -464,6 +464,34 @@ func TestCommitRemadeWhereMovedFrom(t *testing.T) {
 	}
 }
 
+// TestCommitRenamedBackBelowMovedDirectory: a file renamed away and back
+// below a renamed directory changes nothing (the directory's move takes
+// it along), also where the file's name is another's on disk (the two
+// directories exchanged). The commit panicked planning it: no staging,
+// no inode to write.
+func TestCommitRenamedBackBelowMovedDirectory(t *testing.T) {
+	t.Run("rename", func(t *testing.T) {
+		root, d, f := cmSetup(t, map[string]string{"a/g": "g\n"})
+		must(t, f.Rename("a", "b"))
+		must(t, f.Rename("b/g", "b/h"))
+		must(t, f.Rename("b/h", "b/g"))
+		if _, err := d.Commit(CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cmEqualTree(t, root, map[string]string{"b/": "", "b/g": "g\n"})
+	})
+	t.Run("exchange", func(t *testing.T) {
+		root, d, f := cmSetup(t, map[string]string{"a/g": "a\n", "c/g/g": "c\n"})
+		must(t, f.Rename2("a", "c/g", RenameExchange))
+		must(t, f.Rename("c/g/g", "c/g/h"))
+		must(t, f.Rename("c/g/h", "c/g/g"))
+		if _, err := d.Commit(CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cmEqualTree(t, root, map[string]string{"a/": "", "a/g": "c\n", "c/": "", "c/g/": "", "c/g/g": "a\n"})
+	})
+}
+
 // TestCommitPartTakesWhatRenamesRead: committing one path of the draft
 // takes along the renames that read the disk objects the commit moves or
 // replaces: the other half of an exchange (mv --exchange g b; commit
