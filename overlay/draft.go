@@ -93,6 +93,12 @@ type Draft struct {
 	// the births of the objects they were copied up from (identity.go).
 	bornMu sync.Mutex
 	born   map[uint64]int64
+	// pins counts, by disk number, the handles open on a disk object
+	// shown under a number of its own because born holds that disk
+	// number; gone holds those of the pinned births whose inode went,
+	// forgotten when the last pin goes (see pinBirth). Under bornMu.
+	pins map[uint64]int
+	gone map[uint64]bool
 
 	// memo keeps per-path answers of status and commit (status_memo.go).
 	memo memo
@@ -107,7 +113,8 @@ type Draft struct {
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
 	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{}, ctimes: map[string]int64{},
-		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{}}
+		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{},
+		pins: map[uint64]int{}, gone: map[uint64]bool{}}
 	if !w.readOnly {
 		for _, sub := range []string{"data", "blobs", "undo"} {
 			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {

@@ -33,6 +33,9 @@ type lowerFile struct {
 	// with number ino at the open, named elsewhere or orphaned: another
 	// object, since the path showed the disk (see copiedUp); 0: none.
 	copyAtOpen uint64
+	// pin is the disk number whose recorded birth gave the object number
+	// ino, kept while the handle is open (see pinBirth); 0: none.
+	pin uint64
 
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
@@ -287,6 +290,7 @@ func (f *lowerFile) Close() error {
 		}
 	}
 	f.d.releaseFile(f.ino)
+	f.d.unpinBirth(f.pin)
 	return err
 }
 

@@ -82,8 +82,13 @@ func (d *Draft) openDisk(key, name string) afero.File {
 	}
 	i := infoFrom(baseOf(key), w.lower, fi)
 	d.distinct(i, w.lower)
-	ino := i.attr.Ino
-	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: ino, d: d, disk: fd, seq: fd, copyAtOpen: d.copyAt(ino)}
+	ino, pin := i.attr.Ino, uint64(0)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if pin = d.pinBirth(st.Ino, ino); pin == 0 {
+			ino = st.Ino // the inode that made distinct renumber it went since
+		}
+	}
+	lf := &lowerFile{name: name, key: key, lower: w.lower, ino: ino, pin: pin, d: d, disk: fd, seq: fd, copyAtOpen: d.copyAt(ino)}
 	// Held, so a copy-up's data file outlives its names while open.
 	d.mu.RLock()
 	d.holdFile(lf.ino)
@@ -130,6 +135,11 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	disk, err := d.diskOpen(p.w.lower, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err == nil {
 		lf.disk, lf.seq = disk, disk
+		if dfi, err := disk.Stat(); err == nil {
+			if st, ok := dfi.Sys().(*syscall.Stat_t); ok {
+				lf.pin = d.pinBirth(st.Ino, ino)
+			}
+		}
 	} else if s, ok := d.dirtyBuffer(p.w.lower); ok {
 		lf.text = s.Text
 	} else {

@@ -71,6 +71,7 @@ func (d *Draft) noteBirths(inodes map[uint64]*inode) {
 		case n != nil && n.Born != 0:
 			d.bornMu.Lock()
 			d.born[ino] = n.Born
+			delete(d.gone, ino)
 			d.bornMu.Unlock()
 		case n == nil && !d.orphaned(ino):
 			d.forgetBirth(ino)
@@ -78,11 +79,54 @@ func (d *Draft) noteBirths(inodes map[uint64]*inode) {
 	}
 }
 
-// forgetBirth drops what born knows of a draft inode that is gone.
+// forgetBirth drops what born knows of a draft inode that is gone; a
+// birth a handle pins is dropped when the last such handle closes.
 func (d *Draft) forgetBirth(ino uint64) {
 	d.bornMu.Lock()
+	defer d.bornMu.Unlock()
+	if d.pins[ino] > 0 {
+		d.gone[ino] = true
+		return
+	}
 	delete(d.born, ino)
-	d.bornMu.Unlock()
+}
+
+// pinBirth is for a handle opened on the disk object with disk number
+// disk, shown under number view (see distinct). When view is a number
+// of the object's own, the birth that made it so stays known while the
+// handle is open, also once the draft inode holding disk goes: the
+// object keeps the number the handle has, so fstat, lstat and copy-up
+// agree with the handle on it. It returns the disk number to
+// unpinBirth when the handle closes; 0: none, born holds no birth of
+// disk (any more).
+func (d *Draft) pinBirth(disk, view uint64) uint64 {
+	if disk == 0 || disk == view {
+		return 0
+	}
+	d.bornMu.Lock()
+	defer d.bornMu.Unlock()
+	if _, ok := d.born[disk]; !ok {
+		return 0
+	}
+	d.pins[disk]++
+	return disk
+}
+
+// unpinBirth undoes pinBirth when the handle closes.
+func (d *Draft) unpinBirth(disk uint64) {
+	if disk == 0 {
+		return
+	}
+	d.bornMu.Lock()
+	defer d.bornMu.Unlock()
+	if d.pins[disk]--; d.pins[disk] > 0 {
+		return
+	}
+	delete(d.pins, disk)
+	if d.gone[disk] {
+		delete(d.gone, disk)
+		delete(d.born, disk)
+	}
 }
 
 // distinct gives i, what the disk holds at lowerPath, a number of its
