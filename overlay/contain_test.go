@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -152,5 +153,32 @@ func TestViewPathsThroughLinkedDirectories(t *testing.T) {
 	}
 	if _, err := e.v.Stat("outlink/secret"); err == nil {
 		t.Errorf("stat outlink/secret: no error")
+	}
+}
+
+// The same through symlinks the draft made: a symlink to a directory, and
+// one whose target goes through it. MkdirAll of a path that leads to a
+// file says so (ENOTDIR), as os.MkdirAll does; a lookup through a draft
+// symlink used to fail with "not a directory".
+func TestViewPathsThroughDraftLinks(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"d/x": "x\n"})
+	must(t, afero.WriteFile(e.v, "d/g", []byte("g\n"), 0o644))
+	must(t, e.v.Symlink("d", "g"))
+	must(t, e.v.MkdirAll("b", 0o755))
+	must(t, e.v.Symlink("../g/g", "b/f"))
+	for _, p := range []string{"g/g", "g/x", "b/f"} {
+		if _, err := e.v.Stat(p); err != nil {
+			t.Errorf("stat %s: %v", p, err)
+		}
+	}
+	if got, err := readAll(e.v, "b/f"); err != nil || string(got) != "g\n" {
+		t.Errorf("read b/f: %q %v", got, err)
+	}
+	if err := e.v.MkdirAll("b/f", 0o755); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("mkdir -p b/f: %v, want ENOTDIR", err)
+	}
+	must(t, e.v.Symlink("../../outside", "d/up"))
+	if _, err := e.v.Stat("g/up"); !errors.Is(err, overlay.ErrOutside) {
+		t.Errorf("stat g/up: %v, want ErrOutside", err)
 	}
 }

@@ -281,24 +281,63 @@ func (n *inode) ctime(data time.Time) time.Time {
 // maxSymlinks is how many symlinks one lookup follows before ELOOP.
 const maxSymlinks = 40
 
-// follow resolves symlinks at the end of key, inside the view: a target
+// follow resolves the symlinks of key inside the view, as a lookup
+// does: those among its directories, and those at its end; a target
 // that leaves the workspace is refused with ErrOutside.
 func (d *Draft) follow(key string) (string, error) {
-	for range maxSymlinks {
+	hops := 0
+	return d.followHops(key, &hops)
+}
+
+// followHops is follow, counting the symlinks followed in hops.
+func (d *Draft) followHops(key string, hops *int) (string, error) {
+	for {
+		dir, err := d.followDirs(parentOf(key), hops)
+		if err != nil {
+			return "", err
+		}
+		key = join(dir, baseOf(key))
 		if !d.isSymlink(key) {
 			return key, nil // a missing target is the caller's ENOENT
 		}
-		target, err := d.readlink(key)
-		if err != nil {
+		if key, err = d.hop(key, hops); err != nil {
 			return "", err
 		}
-		next, err := d.linkTarget(key, target)
-		if err != nil {
-			return "", err
-		}
-		key = next
 	}
-	return "", pathErr("open", key, syscall.ELOOP)
+}
+
+// followDirs resolves the symlinks among the elements of directory key.
+func (d *Draft) followDirs(key string, hops *int) (string, error) {
+	out := ""
+	for rest := key; rest != ""; {
+		var elem string
+		elem, rest, _ = strings.Cut(rest, "/")
+		out = join(out, elem)
+		if !d.isSymlink(out) {
+			continue
+		}
+		next, err := d.hop(out, hops)
+		if err == nil {
+			out, err = d.followHops(next, hops)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
+
+// hop is the key symlink key points to, counted in hops: ELOOP past
+// maxSymlinks.
+func (d *Draft) hop(key string, hops *int) (string, error) {
+	if *hops++; *hops > maxSymlinks {
+		return "", pathErr("open", key, syscall.ELOOP)
+	}
+	target, err := d.readlink(key)
+	if err != nil {
+		return "", err
+	}
+	return d.linkTarget(key, target)
 }
 
 // isSymlink reports whether key is a symlink in the view; a draft
