@@ -30,6 +30,16 @@ func dataIno(t *testing.T, d *Draft, key string) uint64 {
 	return ino
 }
 
+// draftHas checks that the view reads each file of want as given.
+func draftHas(t *testing.T, f afero.Fs, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if b, err := afero.ReadFile(f, k); err != nil || string(b) != v {
+			t.Errorf("%s in the draft: %q %v, want %q", k, b, err, v)
+		}
+	}
+}
+
 // diskStat is lstat(2) of key on disk.
 func diskStat(t *testing.T, root, key string) *syscall.Stat_t {
 	t.Helper()
@@ -75,11 +85,7 @@ func TestCommitLinksDraftFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmEqualTree(t, root, map[string]string{"old": "old\n"})
-	for k, v := range map[string]string{"old": "changed\n", "n/new": "new\n"} {
-		if b, err := afero.ReadFile(f, k); err != nil || string(b) != v {
-			t.Errorf("%s in the draft after undo: %q %v, want %q", k, b, err, v)
-		}
-	}
+	draftHas(t, f, map[string]string{"old": "changed\n", "n/new": "new\n"})
 	// And again: the files came back as the draft's data files.
 	if _, err := d.Commit(CommitOptions{}); err != nil {
 		t.Fatal(err)
@@ -170,11 +176,7 @@ func TestCommitLinkAcrossFileSystems(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmEqualTree(t, root, map[string]string{"old": "old\n"})
-	for k, v := range map[string]string{"a": "a\n", "old": "changed\n"} {
-		if b, err := afero.ReadFile(f, k); err != nil || string(b) != v {
-			t.Errorf("%s in the draft after undo: %q %v", k, b, err)
-		}
-	}
+	draftHas(t, f, map[string]string{"a": "a\n", "old": "changed\n"})
 }
 
 // Undo of a committed file the user has since given another name on
@@ -240,11 +242,7 @@ func TestCommitKilledAfterRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmEqualTree(t, root, map[string]string{"old": "old\n"})
-	for k, v := range map[string]string{"old": "changed\n", "new": "new\n"} {
-		if b, err := afero.ReadFile(f, k); err != nil || string(b) != v {
-			t.Errorf("%s in the draft after undo: %q %v, want %q", k, b, err, v)
-		}
-	}
+	draftHas(t, f, map[string]string{"old": "changed\n", "new": "new\n"})
 	if len(read) != 0 {
 		t.Errorf("undo read back %v: their stamps tell they are as committed", read)
 	}
