@@ -249,10 +249,12 @@ func (d *Draft) releaseLinked(rec *commitRecord) {
 	}
 }
 
-// takeBackLinked moves the files rec linked into place to its undo
-// directory, where undo takes the draft's content from, before the disk
-// is reverted; a file that has other names on disk is copied there
-// instead (the draft must not share it). fresh: nothing of the undo has
+// takeBackLinked moves the files rec linked into place back, before the
+// disk is reverted: to the draft's data directory under their number,
+// or, where the draft gave the number to another inode since, to the
+// undo directory, which finishUndoLocked takes the rest from; a file
+// that has other names on disk is copied there instead (the draft must
+// not share it). fresh: nothing of the undo has
 // run, and its check found the file at each path as the commit left it
 // or with the same content. Else it is run again after a crash, which
 // may have come after files were taken or paths reverted: only a path
@@ -302,9 +304,14 @@ func (d *Draft) takeBackLinked(rec *commitRecord, fresh bool) error {
 		if sys.Mode&unix.S_IFMT != unix.S_IFREG {
 			return fmt.Errorf("%s: not the file the commit wrote: %w", op.Path, ErrDiskChanged)
 		}
-		if sys.Nlink == 1 {
+		switch {
+		case sys.Nlink == 1 && d.inoFree(op.Ino):
+			// Where finishUndoLocked would move it next (the draft
+			// gave no other inode its number since): moved once.
+			err = dir.MoveOut(name, d.data, dataName(op.Ino))
+		case sys.Nlink == 1:
 			err = dir.MoveOut(name, kept, keepName(op.Ino))
-		} else {
+		default:
 			err = copyTree(d.w.disk, diskName(op.Path), afero.NewOsFs(), filepath.Join(keptDir, keepName(op.Ino)), nil)
 		}
 		if err != nil {
