@@ -67,10 +67,11 @@ func (d *Draft) chooseLocked(keys []string, ancestors bool) map[string]*entry {
 		renamesWithin(k)
 		if o := from[k]; o != "" {
 			// What the draft has at the origin, or the removal above
-			// it that hides it (mv a/c b; rm -r a).
+			// it that hides it (mv a/c b; rm -r a), or the directory
+			// renamed over one above it (mv a/c b; mv x a).
 			for q := o; q != ""; q = parentOf(q) {
 				if at, ok := d.entries[q]; ok {
-					if q == o || at.Kind != kindDir || at.Opaque {
+					if q == o || at.Kind != kindDir || at.Opaque || at.Origin != "" {
 						add(q)
 					}
 					break

@@ -571,6 +571,21 @@ func TestCommitRenameTakesRemovalAbove(t *testing.T) {
 	cmEqualTree(t, root, map[string]string{"b": "c\nmore\n", "x": "x\n"})
 }
 
+// TestCommitRenameTakesDirectoryRenamedOver: the same where a directory
+// was renamed over the source's directory (mv b/g c/a; mv a b; write
+// c/a; commit c/a): that rename replaces the directory the source is in,
+// so it comes along. The commit used to write c/a and leave b/g on disk.
+func TestCommitRenameTakesDirectoryRenamedOver(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"a/f.txt": "af\n", "b/g": "bg\n", "c/a": "ca\n", "x": "x\n"})
+	must(t, f.Rename("b/g", "c/a"))
+	must(t, f.Rename("a", "b"))
+	must(t, afero.WriteFile(f, "c/a", []byte("changed\n"), 0o644))
+	if _, err := d.Commit(CommitOptions{Keys: []string{"c/a"}}); err != nil {
+		t.Fatal(err)
+	}
+	cmEqualTree(t, root, map[string]string{"b/": "", "b/f.txt": "af\n", "c/": "", "c/a": "changed\n", "x": "x\n"})
+}
+
 // TestCommitBelowMovedOverSymlink: a path below a directory the commit
 // moves in over one whose child is a symlink on disk (mv --exchange b
 // c, where c/g is a symlink and b/g a directory; then c/g/new) commits:
