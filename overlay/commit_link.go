@@ -29,8 +29,9 @@ import (
 // temp name renamed over what is. The draft's name for the file goes
 // before the commit is stamped done (releaseLinked), so the file has
 // one name. Where no link can be made (the state directory on another
-// file system or mount), or the data file has another name, the op
-// copies instead and keeps the data file for undo.
+// file system or mount), the directory has a default ACL (a link would
+// not take it), or the data file has another name, the op copies
+// instead and keeps the data file for undo.
 
 // linkOpsLocked marks the write ops of rec that may link their data file
 // into place and returns their inodes. Must be called with d.mu held.
@@ -110,6 +111,12 @@ func (d *Draft) prepareLink(rec *commitRecord, op *commitOp, p *parents, syncs m
 		// temp name) would share what the commit writes.
 		return errNoLink
 	}
+	if ok, err := d.linkableDir(rec, op, p, src); err != nil || !ok {
+		if err == nil {
+			err = errNoLink
+		}
+		return err
+	}
 	h := sha256.New()
 	_, err = copyPooled(h, src)
 	if err == nil && op.Owner != nil {
@@ -134,9 +141,43 @@ func (d *Draft) prepareLink(rec *commitRecord, op *commitOp, p *parents, syncs m
 	return nil
 }
 
+// linkableDir reports whether data files may be linked into op's
+// directory, asked once a directory (p caches it): it has no default ACL
+// (which a file made there takes and a link lacks), and a link of src,
+// op's data file, can be made there (else EXDEV: the state directory is
+// on another file system or mount). The group a set-group-ID directory
+// gives is the owner the planner already sets (Draft.newOwner).
+func (d *Draft) linkableDir(rec *commitRecord, op *commitOp, p *parents, src *os.File) (bool, error) {
+	dir, base, err := p.of(op.Path)
+	if err != nil || p.linkable != nil {
+		return p.linkable != nil && *p.linkable, err
+	}
+	acl, err := dir.DefaultACL()
+	if err != nil {
+		return false, err
+	}
+	ok := !acl
+	if ok {
+		tmp := tempBase(rec, base)
+		dir.Remove(tmp) // left by a crash, with the data file's nlink 1: not its link
+		switch err := dir.LinkFrom(d.data, filepath.Base(src.Name()), tmp); {
+		case errors.Is(err, unix.EXDEV):
+			ok = false
+		case err != nil:
+			return false, err
+		default:
+			if err := dir.Remove(tmp); err != nil {
+				return false, err
+			}
+		}
+	}
+	p.linkable = &ok
+	return ok, nil
+}
+
 // placeLink links a link op's data file, synced, at its path: by its
 // name where nothing is there, else to the temp name and renamed over
-// what is. Where no link can be made it copies instead.
+// what is (linkableDir made sure a link can be made there).
 func (d *Draft) placeLink(rec *commitRecord, op *commitOp, p *parents) error {
 	dir, base, err := p.of(op.Path)
 	if err != nil {
@@ -155,10 +196,7 @@ func (d *Draft) placeLink(rec *commitRecord, op *commitOp, p *parents) error {
 			return d.placeTemp(rec, op, p)
 		}
 	}
-	switch {
-	case errors.Is(err, unix.EXDEV):
-		return d.copyInstead(rec, op, p)
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := dir.Lstat(base); serr == nil {
 			err = nil // placed before a crash (see linkedBefore)
 		}
@@ -167,30 +205,6 @@ func (d *Draft) placeLink(rec *commitRecord, op *commitOp, p *parents) error {
 		return err
 	}
 	return d.setXattrs(op)
-}
-
-// copyInstead writes a link op's content as a copy, synced, and renames
-// it into place, keeping the data file for undo: the state directory is
-// on another file system or mount than the path.
-func (d *Draft) copyInstead(rec *commitRecord, op *commitOp, p *parents) error {
-	op.Link = false
-	if err := d.keepForUndo(rec, op.Ino); err != nil {
-		return err
-	}
-	syncs := map[uint64]int{}
-	err := d.writeTemp(rec, op, p, syncs)
-	for _, fd := range syncs {
-		if err == nil {
-			if e := unix.Syncfs(fd); e != nil {
-				err = &fs.PathError{Op: "syncfs", Path: d.w.root, Err: e}
-			}
-		}
-		unix.Close(fd)
-	}
-	if err != nil {
-		return err
-	}
-	return d.placeTemp(rec, op, p)
 }
 
 // linkedBefore stamps a link op that a crash interrupted after the draft

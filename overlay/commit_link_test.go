@@ -280,3 +280,35 @@ func TestUndoResumedLeavesRevertedPaths(t *testing.T) {
 		t.Errorf("old in the draft after undo: %q %v", b, err)
 	}
 }
+
+// A file committed into a directory with a default ACL gets the ACL, as
+// a file made there does: it is copied, not linked (the draft's file
+// has none).
+func TestCommitCopiesUnderDefaultACL(t *testing.T) {
+	root, d, f := cmSetup(t, map[string]string{"shared/old": "old\n"})
+	// user::rwx, user:4242:rw-, group::r-x, mask::rwx, other::r-x
+	acl := []byte{2, 0, 0, 0}
+	for _, e := range [][3]uint32{{0x01, 7, 0xffffffff}, {0x02, 6, 4242}, {0x04, 5, 0xffffffff}, {0x10, 7, 0xffffffff}, {0x20, 5, 0xffffffff}} {
+		acl = append(acl, byte(e[0]), byte(e[0]>>8), byte(e[1]), byte(e[1]>>8), byte(e[2]), byte(e[2]>>8), byte(e[2]>>16), byte(e[2]>>24))
+	}
+	if err := syscall.Setxattr(filepath.Join(root, "shared"), "system.posix_acl_default", acl, 0); err != nil {
+		t.Skipf("no default ACL here: %v", err)
+	}
+	must(t, afero.WriteFile(f, "shared/new", []byte("new\n"), 0o644))
+	must(t, afero.WriteFile(f, "other", []byte("other\n"), 0o644))
+	want := dataIno(t, d, "other")
+	if _, err := d.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.Getxattr(filepath.Join(root, "shared/new"), "system.posix_acl_access", nil); err != nil {
+		t.Errorf("shared/new committed without the directory's default ACL: %v", err)
+	}
+	if diskStat(t, root, "other").Ino != want {
+		t.Error("other, in a directory without a default ACL, was not linked")
+	}
+	cmEqualTree(t, root, map[string]string{"shared/": "", "shared/old": "old\n", "shared/new": "new\n", "other": "other\n"})
+	if _, err := d.Undo(SourceCLI); err != nil {
+		t.Fatal(err)
+	}
+	draftHas(t, f, map[string]string{"shared/new": "new\n", "other": "other\n"})
+}

@@ -118,6 +118,9 @@ func (d *Draft) placeBatch(rec *commitRecord, bt *batch, last int, p *parents, p
 type parents struct {
 	root *beneath.Root
 	dir  *beneath.Dir
+	// linkable says, once asked, whether data files may be linked into
+	// dir (see linkableDir).
+	linkable *bool
 }
 
 // of opens key's directory, made if missing, and returns it with key's
@@ -131,6 +134,7 @@ func (p *parents) of(key string) (*beneath.Dir, string, error) {
 func (p *parents) at(key string, mkdir bool) (*beneath.Dir, string, error) {
 	if dk := parentOf(key); p.dir == nil || p.dir.Key() != dk {
 		p.close()
+		p.linkable = nil
 		dir, err := p.root.OpenDir(dk)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !mkdir {

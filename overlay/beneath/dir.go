@@ -5,6 +5,7 @@ package beneath
 import (
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -150,4 +151,18 @@ func (d *Dir) MoveOut(name string, toDir int, toName string) error {
 		return &fs.PathError{Op: "rename", Path: d.abs + "/" + name, Err: err}
 	}
 	return nil
+}
+
+// DefaultACL reports whether the directory has a default ACL, which a
+// file made in it takes and a file linked into it does not.
+func (d *Dir) DefaultACL() (bool, error) {
+	// An O_PATH descriptor reads no attribute itself; its /proc name does.
+	_, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(d.fd), "system.posix_acl_default", nil)
+	switch err {
+	case nil:
+		return true, nil
+	case unix.ENODATA, unix.EOPNOTSUPP:
+		return false, nil
+	}
+	return false, &fs.PathError{Op: "getxattr", Path: d.abs, Err: err}
 }
