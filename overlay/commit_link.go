@@ -243,15 +243,17 @@ func (d *Draft) linkedBefore(op *commitOp, p *parents, syncs map[uint64]int) err
 // for them (see Draft.orphan) and goes when they close, unstamped. Must
 // be called with d.mu held for writing.
 func (d *Draft) releaseLinked(rec *commitRecord) {
+	var ops []*commitOp
+	d.filesMu.Lock()
+	for i := range rec.Ops {
+		if op := &rec.Ops[i]; op.Kind == opWrite && op.Link && op.Stat != nil && d.handles[op.Ino] == 0 {
+			ops = append(ops, op)
+		}
+	}
+	d.filesMu.Unlock() // no handle opens meanwhile: d.mu is held
 	p := &parents{root: d.w.dir}
 	defer p.close()
-	d.filesMu.Lock()
-	defer d.filesMu.Unlock()
-	for i := range rec.Ops {
-		op := &rec.Ops[i]
-		if op.Kind != opWrite || !op.Link || op.Stat == nil || d.handles[op.Ino] > 0 {
-			continue
-		}
+	for _, op := range ops {
 		unix.Unlinkat(d.data, rec.Inode[op.Ino].dataName(op.Ino), 0)
 		dir, name, err := p.at(op.Path, false)
 		if dir == nil || err != nil {
