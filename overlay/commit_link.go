@@ -13,8 +13,6 @@ import (
 
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
-
-	"github.com/draftfs/draftfs/overlay/beneath"
 )
 
 // A commit hard-links a draft file into the workspace instead of
@@ -118,27 +116,10 @@ func (d *Draft) prepareLink(rec *commitRecord, op *commitOp, p *parents, syncs m
 		return err
 	}
 	h := sha256.New()
-	_, err = copyPooled(h, src)
-	if err == nil && op.Owner != nil {
-		err = src.Chown(op.Owner.Uid, op.Owner.Gid) // first: it clears set-id bits
-	}
-	if err == nil {
-		err = unix.Fstat(int(src.Fd()), &st)
-	}
-	if want := beneath.UnixMode(op.Mode) & 0o7777; err == nil && st.Mode&0o7777 != want {
-		if err = src.Chmod(op.Mode & permBits); err == nil {
-			err = unix.Fstat(int(src.Fd()), &st)
-		}
-	}
-	if err == nil {
-		err = keepDev(src, st.Dev, syncs)
-	}
-	if err != nil {
+	if _, err := copyPooled(h, src); err != nil {
 		return err
 	}
-	op.Hash = hex.EncodeToString(h.Sum(nil))
-	op.Stat = &fileStamp{Dev: st.Dev, Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano()}
-	return nil
+	return settleWritten(src, h, op, syncs)
 }
 
 // linkableDir reports whether data files may be linked into op's
@@ -207,6 +188,12 @@ func (d *Draft) placeLink(rec *commitRecord, op *commitOp, p *parents) error {
 	return d.setXattrs(op)
 }
 
+// errLinkedGone: a link op replayed finds neither its data file nor its
+// file at the path.
+func errLinkedGone(err error) error {
+	return fmt.Errorf("neither the draft's file nor the commit's is there: %w", err)
+}
+
 // linkedBefore stamps a link op that a crash interrupted after the draft
 // let go of its data file: the file is at its path.
 func (d *Draft) linkedBefore(op *commitOp, p *parents, syncs map[uint64]int) error {
@@ -215,11 +202,11 @@ func (d *Draft) linkedBefore(op *commitOp, p *parents, syncs map[uint64]int) err
 		return err
 	}
 	if dir == nil {
-		return fmt.Errorf("neither the draft's file nor the commit's is there: %w", fs.ErrNotExist)
+		return errLinkedGone(fs.ErrNotExist)
 	}
 	f, err := dir.Open(base, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return fmt.Errorf("neither the draft's file nor the commit's is there: %w", err)
+		return errLinkedGone(err)
 	}
 	defer f.Close()
 	h := sha256.New()

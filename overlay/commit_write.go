@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -219,25 +220,39 @@ func (d *Draft) writeTemp(rec *commitRecord, op *commitOp, p *parents, syncs map
 	}
 	h := sha256.New()
 	_, err = copyPooled(io.MultiWriter(f, h), src)
-	if err == nil && op.Owner != nil {
-		// Chown first: it clears set-id bits.
-		err = f.Chown(op.Owner.Uid, op.Owner.Gid)
-	}
-	var st unix.Stat_t
 	if err == nil {
-		err = unix.Fstat(int(f.Fd()), &st)
-	}
-	if want := beneath.UnixMode(op.Mode) & 0o7777; err == nil && st.Mode&0o7777 != want {
-		err = f.Chmod(op.Mode & permBits)
-	}
-	if err == nil {
-		err = keepDev(f, st.Dev, syncs)
+		err = settleWritten(f, h, op, syncs)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		dir.Remove(tmp)
+	}
+	return err
+}
+
+// settleWritten gives f, the file a write op puts in place, the op's
+// owner (when set) and mode, keeps a descriptor on its file system in
+// syncs, and the content's hash (h has read all of it) and the file's
+// stamp in op.
+func settleWritten(f *os.File, h hash.Hash, op *commitOp, syncs map[uint64]int) error {
+	if op.Owner != nil {
+		// Chown first: it clears set-id bits.
+		if err := f.Chown(op.Owner.Uid, op.Owner.Gid); err != nil {
+			return err
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	if want := beneath.UnixMode(op.Mode) & 0o7777; st.Mode&0o7777 != want {
+		if err := f.Chmod(op.Mode & permBits); err != nil {
+			return err
+		}
+	}
+	if err := keepDev(f, st.Dev, syncs); err != nil {
 		return err
 	}
 	op.Hash = hex.EncodeToString(h.Sum(nil))

@@ -281,79 +281,55 @@ func (n *inode) ctime(data time.Time) time.Time {
 // maxSymlinks is how many symlinks one lookup follows before ELOOP.
 const maxSymlinks = 40
 
-// follow resolves the symlinks of key inside the view, as a lookup
-// does: those among its directories, and those at its end; a target
-// that leaves the workspace is refused with ErrOutside.
+// follow resolves symlinks at the end of key, inside the view: a target
+// that leaves the workspace is refused with ErrOutside. A symlink's
+// target is resolved in every element, as a lookup does; so is a key
+// the lookup cannot find as given (a symlink among its directories that
+// the draft made, or one on disk the draft's entries are behind). Keys
+// from the mount and from Resolve need neither: the lookup costs one
+// peek, as before.
 func (d *Draft) follow(key string) (string, error) {
-	hops := 0
-	return d.followHops(key, &hops)
-}
-
-// followHops is follow, counting the symlinks followed in hops.
-func (d *Draft) followHops(key string, hops *int) (string, error) {
-	for {
-		dir, err := d.followDirs(parentOf(key), hops)
-		if err != nil {
-			return "", err
-		}
-		key = join(dir, baseOf(key))
-		if !d.isSymlink(key) {
-			return key, nil // a missing target is the caller's ENOENT
-		}
-		if key, err = d.hop(key, hops); err != nil {
-			return "", err
-		}
+	link, err := d.symlinkAt(key)
+	if err != nil {
+		return d.resolveLinks(key)
 	}
-}
-
-// followDirs resolves the symlinks among the elements of directory key.
-func (d *Draft) followDirs(key string, hops *int) (string, error) {
-	out := ""
-	for rest := key; rest != ""; {
-		var elem string
-		elem, rest, _ = strings.Cut(rest, "/")
-		out = join(out, elem)
-		if !d.isSymlink(out) {
-			continue
-		}
-		next, err := d.hop(out, hops)
-		if err == nil {
-			out, err = d.followHops(next, hops)
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-	return out, nil
-}
-
-// hop is the key symlink key points to, counted in hops: ELOOP past
-// maxSymlinks.
-func (d *Draft) hop(key string, hops *int) (string, error) {
-	if *hops++; *hops > maxSymlinks {
-		return "", pathErr("open", key, syscall.ELOOP)
+	if !link {
+		return key, nil
 	}
 	target, err := d.readlink(key)
 	if err != nil {
 		return "", err
 	}
-	return d.linkTarget(key, target)
+	next, err := d.linkTarget(key, target)
+	if err != nil {
+		return "", err
+	}
+	return d.resolveLinks(next)
 }
 
 // isSymlink reports whether key is a symlink in the view; a draft
 // object's type is known without asking the disk.
 func (d *Draft) isSymlink(key string) bool {
+	link, _ := d.symlinkAt(key)
+	return link
+}
+
+// symlinkAt is isSymlink with the lookup's error, if it failed.
+func (d *Draft) symlinkAt(key string) (bool, error) {
 	d.mu.RLock()
 	p := d.peek(key)
 	d.mu.RUnlock()
 	if p.err != nil {
-		return false
+		return false, p.err
 	}
 	if p.ino != 0 {
-		return p.n.Mode&fs.ModeSymlink != 0
+		return p.n.Mode&fs.ModeSymlink != 0, nil
 	}
 	fi, err := d.lowerStat(baseOf(key), p.w.lower)
-	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+	if err != nil {
+		return false, err
+	}
+	return fi.Mode()&fs.ModeSymlink != 0, nil
 }
 
 // linkTarget is the key a symlink at key points to, if inside the view.
@@ -383,6 +359,12 @@ func (d *Draft) Resolve(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return d.resolveLinks(key)
+}
+
+// resolveLinks resolves the symlinks in every element of key, as the
+// view shows them, each of which must stay inside the workspace.
+func (d *Draft) resolveLinks(key string) (string, error) {
 	return d.walkLinks(key, func(k string) (bool, error) { return d.isSymlink(k), nil }, d.readlink)
 }
 
