@@ -15,7 +15,13 @@ import (
 // apart is recorded at copy-up in inode.Born: the disk file's birth time
 // (statx), else its inode generation (FS_IOC_GETVERSION). A lower object
 // whose number a draft inode holds but whose birth differs is shown under
-// a number of its own (recycledIno).
+// a number of its own (recycledIno). So is the very object the inode was
+// copied from, where the view shows it beside its copy: the copy moved
+// away and the name it left shows the disk again (a part of the draft
+// discarded, or a commit of the copy's new name undone after a
+// discard). The two are separate files in the view (a write to one
+// leaves the other) and must not look like two names of one, which
+// rename(2) would take for a no-op.
 
 // fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long), which
 // x/sys/unix lacks.
@@ -129,17 +135,18 @@ func (d *Draft) unpinBirth(disk uint64) {
 	}
 }
 
-// distinct gives i, what the disk holds at lowerPath, a number of its
-// own when a draft inode holds its disk number but was copied up from
-// another object.
+// distinct gives i, what the disk holds at lowerPath and the view shows
+// as it is, a number of its own when a draft inode holds its disk
+// number: that inode is another object, or a copy of this one shown
+// elsewhere.
 func (d *Draft) distinct(i *fileInfo, lowerPath string) {
 	d.bornMu.Lock()
-	b, ok := d.born[i.attr.Ino]
+	_, ok := d.born[i.attr.Ino]
 	d.bornMu.Unlock()
 	if !ok {
 		return
 	}
-	if now := d.w.diskBirth(lowerPath); now != b && now != 0 {
+	if now := d.w.diskBirth(lowerPath); now != 0 {
 		i.attr.Ino = recycledIno(i.attr.Ino, now)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/afero"
+
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -88,5 +90,60 @@ func TestRecycledNumberOutlivesOrphan(t *testing.T) {
 	must(t, err)
 	if string(b) != "changed\n" {
 		t.Errorf("handle read %q after the copy-up, want %q", b, "changed\n")
+	}
+}
+
+// A copy-up keeps its disk file's number. When the copy moved away and
+// the name it left shows the disk file again, the view shows two files
+// (a write to one leaves the other): they must not share a number, or
+// rename(2) takes them for two names of one file and does nothing.
+// Both ways there: a part of the draft discarded, and a commit of the
+// copy's new name undone after a discard (the model found the second:
+// `rename f.txt c` left f.txt in the view).
+func TestCopyBesideItsDiskFileIsAnotherFile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		apart func(e *viewEnv)
+	}{
+		{"discard part", func(e *viewEnv) {
+			_, err := e.d.Discard([]string{"c"}, overlay.SourceCLI)
+			must(t, err)
+		}},
+		{"undo after discard", func(e *viewEnv) {
+			_, err := e.d.Commit(overlay.CommitOptions{Keys: []string{"f.txt"}})
+			must(t, err)
+			_, err = e.d.Discard(nil, overlay.SourceCLI)
+			must(t, err)
+			_, err = e.d.Undo(overlay.SourceCLI)
+			must(t, err)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newViewEnv(t, map[string]string{"c": "disk\n"})
+			must(t, afero.WriteFile(e.v, "c", []byte("copy\n"), 0o644))
+			must(t, e.v.Rename("c", "f.txt"))
+			tc.apart(e)
+			want := map[string]string{"c": "disk\n", "f.txt": "copy\n"}
+			nums := map[uint64]string{}
+			for p, w := range want {
+				if got, err := afero.ReadFile(e.v, p); err != nil || string(got) != w {
+					t.Fatalf("%s: %q %v, want %q", p, got, err, w)
+				}
+				fi, err := e.v.Lstat(p)
+				must(t, err)
+				n := fi.Sys().(*overlay.Attr).Ino
+				if q, ok := nums[n]; ok {
+					t.Fatalf("%s and %s, two files, share number %d", q, p, n)
+				}
+				nums[n] = p
+			}
+			must(t, e.v.Rename("f.txt", "c"))
+			if _, err := e.v.Lstat("f.txt"); !os.IsNotExist(err) {
+				t.Fatalf("f.txt after rename f.txt c: %v, want not there", err)
+			}
+			if got, err := afero.ReadFile(e.v, "c"); err != nil || string(got) != "copy\n" {
+				t.Fatalf("c after rename f.txt c: %q %v, want the copy", got, err)
+			}
+		})
 	}
 }
