@@ -1,0 +1,267 @@
+// Command memfs mounts a file system that keeps everything in memory
+// and does nothing else: no disk, no draft, no log. scripts/bench runs
+// its write lines through it beside draftfs, as the floor of what any
+// file system served over FUSE by go-fuse costs on the machine: the
+// round trips of the kernel's requests alone.
+//
+//	memfs [-debug] MOUNTPOINT
+//
+// It serves until unmounted. Like the draftfs daemon it runs its Go
+// code on one CPU unless GOMAXPROCS is set (see the README's Runtime
+// settings).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+func main() {
+	debug := flag.Bool("debug", false, "log every FUSE request")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: memfs [-debug] MOUNTPOINT")
+		os.Exit(2)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	server, err := mount(flag.Arg(0), *debug)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "memfs: %v\n", err)
+		os.Exit(1)
+	}
+	server.Wait()
+}
+
+// mount serves a new, empty memory file system at dir.
+func mount(dir string, debug bool) (*fuse.Server, error) {
+	opts := &fs.Options{}
+	opts.FsName = "memfs"
+	opts.Name = "memfs"
+	opts.Debug = debug
+	return fs.Mount(dir, newNode(syscall.S_IFDIR|0o755), opts)
+}
+
+// node is a directory, a regular file or a symlink, with its attributes
+// and (files) content; the tree of names is go-fuse's (fs.Inode).
+type node struct {
+	fs.Inode
+	mu     sync.Mutex
+	attr   fuse.Attr
+	data   []byte
+	target []byte
+	xattr  map[string][]byte
+}
+
+var (
+	_ fs.NodeGetattrer     = (*node)(nil)
+	_ fs.NodeSetattrer     = (*node)(nil)
+	_ fs.NodeCreater       = (*node)(nil)
+	_ fs.NodeMkdirer       = (*node)(nil)
+	_ fs.NodeSymlinker     = (*node)(nil)
+	_ fs.NodeReadlinker    = (*node)(nil)
+	_ fs.NodeUnlinker      = (*node)(nil)
+	_ fs.NodeRmdirer       = (*node)(nil)
+	_ fs.NodeRenamer       = (*node)(nil)
+	_ fs.NodeOpener        = (*node)(nil)
+	_ fs.NodeReader        = (*node)(nil)
+	_ fs.NodeWriter        = (*node)(nil)
+	_ fs.NodeFsyncer       = (*node)(nil)
+	_ fs.NodeGetxattrer    = (*node)(nil)
+	_ fs.NodeSetxattrer    = (*node)(nil)
+	_ fs.NodeListxattrer   = (*node)(nil)
+	_ fs.NodeRemovexattrer = (*node)(nil)
+)
+
+func newNode(mode uint32) *node {
+	n := &node{}
+	n.attr.Mode = mode
+	n.attr.Nlink = 1
+	now := time.Now()
+	n.attr.SetTimes(&now, &now, &now)
+	return n
+}
+
+// child puts c in n as name, owned by the caller.
+func (n *node) child(ctx context.Context, name string, c *node, out *fuse.EntryOut) *fs.Inode {
+	if caller, ok := fuse.FromContext(ctx); ok {
+		c.attr.Owner = caller.Owner
+	}
+	ch := n.NewInode(ctx, c, fs.StableAttr{Mode: c.attr.Mode & syscall.S_IFMT})
+	n.AddChild(name, ch, true)
+	out.Attr = c.attr
+	return ch
+}
+
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out.Attr = n.attr
+	out.Size = uint64(len(n.data))
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if m, ok := in.GetMode(); ok {
+		n.attr.Mode = n.attr.Mode&syscall.S_IFMT | m&0o7777
+	}
+	if uid, ok := in.GetUID(); ok {
+		n.attr.Uid = uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		n.attr.Gid = gid
+	}
+	if sz, ok := in.GetSize(); ok {
+		if sz <= uint64(len(n.data)) {
+			n.data = n.data[:sz]
+		} else {
+			n.data = append(n.data, make([]byte, sz-uint64(len(n.data)))...)
+		}
+	}
+	a, aok := in.GetATime()
+	m, mok := in.GetMTime()
+	var ap, mp *time.Time
+	if aok {
+		ap = &a
+	}
+	if mok {
+		mp = &m
+	}
+	now := time.Now()
+	n.attr.SetTimes(ap, mp, &now)
+	out.Attr = n.attr
+	out.Size = uint64(len(n.data))
+	return 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return n.child(ctx, name, newNode(syscall.S_IFREG|mode&0o7777), out), nil, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.child(ctx, name, newNode(syscall.S_IFDIR|mode&0o7777), out), 0
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	c := newNode(syscall.S_IFLNK | 0o777)
+	c.target = []byte(target)
+	c.attr.Size = uint64(len(target))
+	return n.child(ctx, name, c, out), 0
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	return n.target, 0
+}
+
+// Unlink, Rmdir and Rename answer; go-fuse changes its tree of names.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return 0 }
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if c := n.GetChild(name); c != nil && len(c.Children()) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	return 0
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if flags != 0 {
+		return syscall.EINVAL
+	}
+	if c := newParent.EmbeddedInode().GetChild(newName); c != nil && len(c.Children()) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	return 0
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_TRUNC != 0 {
+		n.mu.Lock()
+		n.data = n.data[:0]
+		n.mu.Unlock()
+	}
+	return nil, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	off = min(off, int64(len(n.data)))
+	return fuse.ReadResultData(append([]byte(nil), n.data[off:min(off+int64(len(dest)), int64(len(n.data)))]...)), 0
+}
+
+func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if end := off + int64(len(data)); end > int64(len(n.data)) {
+		n.data = append(n.data, make([]byte, end-int64(len(n.data)))...)
+	}
+	copy(n.data[off:], data)
+	now := time.Now()
+	n.attr.SetTimes(nil, &now, &now)
+	return uint32(len(data)), 0
+}
+
+// Fsync has nothing to make durable (pip syncs what it installs).
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	return 0
+}
+
+// Extended attributes, kept as they are set (cp -a and rsync -X set
+// ACLs).
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v, ok := n.xattr[attr]
+	switch {
+	case !ok:
+		return 0, syscall.ENODATA
+	case len(dest) < len(v):
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.xattr == nil {
+		n.xattr = map[string][]byte{}
+	}
+	n.xattr[attr] = append([]byte(nil), data...)
+	return 0
+}
+
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var list []byte
+	for k := range n.xattr {
+		list = append(append(list, k...), 0)
+	}
+	if len(dest) < len(list) {
+		return uint32(len(list)), syscall.ERANGE
+	}
+	return uint32(copy(dest, list)), 0
+}
+
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.xattr[attr]; !ok {
+		return syscall.ENODATA
+	}
+	delete(n.xattr, attr)
+	return 0
+}
