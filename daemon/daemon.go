@@ -43,6 +43,9 @@ type Options struct {
 	Command string
 	// Version is reported to clients.
 	Version string
+	// Heavy is called around requests that work in proportion to the
+	// draft (control.ServerOptions.Heavy). Nil: nothing.
+	Heavy func() (end func())
 	// Logf receives the daemon's diagnostics. Nil: discarded.
 	Logf func(format string, args ...any)
 }
@@ -115,6 +118,7 @@ func Start(opts Options) (*Daemon, error) {
 		Daemon:     true,
 		Run:        d.Run,
 		Who:        ownCommand,
+		Heavy:      opts.Heavy,
 		Logf:       opts.Logf,
 	})
 	if d.l, err = control.Listen(d.socket); err != nil {

@@ -277,7 +277,7 @@ func (s *store) write(t *txn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.Seq = s.seq + 1
-	frame := appendRecord(make([]byte, walHeader, 512), r)
+	frame := appendRecord(make([]byte, walHeader, walHeader+r.sizeHint()), r)
 	body := frame[walHeader:]
 	binary.LittleEndian.PutUint32(frame, uint32(len(body)))
 	binary.LittleEndian.PutUint32(frame[4:], crc32.Checksum(body, crcTable))

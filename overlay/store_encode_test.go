@@ -5,10 +5,12 @@ package overlay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -148,5 +150,29 @@ func BenchmarkStoreWrite(b *testing.B) {
 		if err := s.write(t); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRecordSizeHint: the buffer a record is encoded into is made once
+// at its size (a commit's record of 10,000 files is megabytes).
+func TestRecordSizeHint(t *testing.T) {
+	rec := &walRecord{Seq: 1 << 40, NextIno: 1<<63 + 5, Entries: map[string]json.RawMessage{}, Inodes: map[uint64]json.RawMessage{}}
+	for i := range 1000 {
+		p := fmt.Sprintf("dir%03d/file%03d.txt", i/10, i)
+		rec.Entries[p] = encodeEntry(&entry{Kind: kindFile, Ino: 1<<63 + uint64(i), Base: &base{Path: p, Exists: true, Hash: strings.Repeat("ab", 32)}})
+		rec.Inodes[1<<63+uint64(i)] = encodeInode(&inode{Mode: 0o644, Data: true, Uid: 1000, Gid: 1000})
+		if i%3 == 0 {
+			rec.Entries[p+".gone"] = nil
+			rec.Inodes[uint64(i)] = nil
+		}
+	}
+	l, err := encodeLog(&LogEntry{Op: "commit", Paths: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Log = append(rec.Log, l)
+	rec.Commits = map[uint64]json.RawMessage{7: json.RawMessage(`{"state":"done"}`), 8: nil}
+	if got, hint := len(appendRecord(nil, rec)), rec.sizeHint(); got > hint {
+		t.Errorf("record of %d bytes, size hint %d", got, hint)
 	}
 }

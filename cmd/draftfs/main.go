@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -71,59 +69,6 @@ func init() {
 func main() {
 	tuneGC()
 	os.Exit(run(os.Args[1:]))
-}
-
-// memoryLimit is the heap size above which the daemon collects more
-// often than every 4x: where the kernel keeps 100,000 nodes referenced,
-// 4x their live heap is more than the memory draftfs means to take.
-const memoryLimit = 128 << 20
-
-// tuneGC sets how often garbage is collected. A daemon's live heap is
-// small and every FUSE request allocates: collecting at 4x the live heap
-// instead of Go's 2x trades a little memory for fewer collections
-// (README, Benchmarks), up to memoryLimit, or half as much again as the
-// live heap where that is more (see followLiveHeap). GOGC and
-// GOMEMLIMIT, when set, still rule.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit)
-		followLiveHeap(memoryLimit)
-	}
-}
-
-// followLiveHeap sets the memory limit to gcLimit of the live heap after
-// every collection, as long as the limit is the one it set last (set):
-// a large draft's metadata alone can come near memoryLimit (120 MB for
-// 60,000 files), and a limit at the live heap has the collector run
-// without a pause, taking the CPU the requests need.
-func followLiveHeap(set int64) {
-	type sentinel struct{ _ [16]byte } // not a tiny allocation: collected alone
-	runtime.SetFinalizer(new(sentinel), func(*sentinel) {
-		if debug.SetMemoryLimit(-1) != set {
-			return // set by someone else: theirs
-		}
-		limit := gcLimit(liveHeap())
-		debug.SetMemoryLimit(limit)
-		followLiveHeap(limit)
-	})
-}
-
-// gcLimit is the memory limit for a live heap of live bytes.
-func gcLimit(live uint64) int64 {
-	return max(memoryLimit, int64(live+live/2))
-}
-
-// liveHeap is the heap the last collection found live, in bytes.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
 }
 
 // run executes the command line and returns the exit status.

@@ -90,6 +90,7 @@ func serve(mountDir string) error {
 		Watch:       true,
 		Command:     "serve",
 		Version:     version(),
+		Heavy:       heavyWork,
 		Logf:        logf,
 	})
 	if err != nil {

@@ -72,3 +72,57 @@ func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
 		t.Errorf("memory limit %d MiB once the heap is small again, want %d MiB", got>>20, memoryLimit>>20)
 	}
 }
+
+// TestHeavyWorkLiftsLimit: a commit, undo, discard or rewind has the
+// memory limit lifted by heavyHeadroom while any runs; after the last
+// ends the limit follows the live heap again.
+func TestHeavyWorkLiftsLimit(t *testing.T) {
+	tuneGCAfresh(t)
+	base := debug.SetMemoryLimit(-1)
+	end1 := heavyWork()
+	end2 := heavyWork()
+	if got := debug.SetMemoryLimit(-1); got != base+heavyHeadroom {
+		t.Fatalf("memory limit %d MiB during heavy work, want %d MiB", got>>20, (base+heavyHeadroom)>>20)
+	}
+	end1()
+	end1() // once only
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != base+heavyHeadroom {
+		t.Fatalf("memory limit %d MiB while other heavy work runs, want %d MiB", got>>20, (base+heavyHeadroom)>>20)
+	}
+	end2()
+	var got int64
+	for range 200 {
+		if got = debug.SetMemoryLimit(-1); got == memoryLimit {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got != memoryLimit {
+		t.Fatalf("memory limit %d MiB after heavy work, want %d MiB", got>>20, memoryLimit>>20)
+	}
+	// Following the live heap again: a large one raises the limit.
+	live := make([][]byte, 200)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	for range 200 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if got = debug.SetMemoryLimit(-1); got >= 300<<20 {
+			break
+		}
+	}
+	runtime.KeepAlive(live)
+	if got < 300<<20 {
+		t.Errorf("memory limit %d MiB with 200 MiB live after heavy work, want 300 MiB or more", got>>20)
+	}
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	heavyWork()()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("with GOMEMLIMIT set: memory limit %d, want it left alone", got)
+	}
+}

@@ -72,6 +72,10 @@ func (cn *conn) refuseAgent(ctx context.Context, req *jsonrpc2.Request) {
 func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 	var res any
 	var err error
+	end := func() {}
+	if m.heavy && cn.s.opts.Heavy != nil {
+		end = cn.s.opts.Heavy()
+	}
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -86,6 +90,7 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 	if !cn.s.ws.Settle(settleTimeout) {
 		cn.s.opts.Logf("control: %s: a mount took over %v to apply the change; reads through it may lag", req.Method, settleTimeout)
 	}
+	end()
 	if req.Notif {
 		if err != nil {
 			cn.notificationFailed(req, err)

@@ -19,6 +19,9 @@ type method struct {
 	// user methods belong to the user's review (commit, discard, undo,
 	// editor buffers, mounts): they are refused on the agent socket.
 	user bool
+	// heavy methods work in proportion to the draft (see
+	// ServerOptions.Heavy).
+	heavy bool
 }
 
 // methods is the protocol; set in init, as handlers refer to it.
@@ -36,13 +39,13 @@ func init() {
 		"draft/diff":       {fn: onDraft(reads, (*conn).diff)},
 		"draft/hunks":      {fn: onDraft(reads, (*conn).hunks)},
 		"draft/read":       {fn: onDraft(reads, (*conn).read, "path")},
-		"draft/commit":     {fn: onDraft(writes, (*conn).commit), user: true},
-		"draft/discard":    {fn: onDraft(writes, (*conn).discard), user: true},
-		"draft/undo":       {fn: onDraft(writes, (*conn).undo), user: true},
+		"draft/commit":     {fn: onDraft(writes, (*conn).commit), user: true, heavy: true},
+		"draft/discard":    {fn: onDraft(writes, (*conn).discard), user: true, heavy: true},
+		"draft/undo":       {fn: onDraft(writes, (*conn).undo), user: true, heavy: true},
 		"draft/log":        {fn: onDraft(reads, (*conn).log)},
 		"draft/timeline":   {fn: onDraft(reads, (*conn).timeline)},
 		"draft/diffRange":  {fn: onDraft(reads, (*conn).diffRange, "to")},
-		"draft/rewind":     {fn: onDraft(writes, (*conn).rewind, "checkpoint"), user: true},
+		"draft/rewind":     {fn: onDraft(writes, (*conn).rewind, "checkpoint"), user: true, heavy: true},
 		"draft/beginStep":  {fn: onDraft(writes, (*conn).beginStep)},
 		"draft/endStep":    {fn: (*conn).endStep},
 		"draft/gc":         {fn: onDraft(writes, (*conn).gc), user: true},

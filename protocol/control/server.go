@@ -44,6 +44,11 @@ type ServerOptions struct {
 	// client that sent no initialize makes through the review methods
 	// (commit, discard, undo, rewind) are logged as by it. Nil: not named.
 	Who func(pid int) string
+	// Heavy is called as a request that works in proportion to the
+	// draft (commit, discard, undo, rewind) starts, and what it returns
+	// as the request ends: the daemon lifts its soft memory limit
+	// meanwhile. Nil: nothing.
+	Heavy func() (end func())
 	// Logf reports what the daemon's user should know about: refused
 	// peers, dropped clients, failed notifications. Nil: discarded.
 	Logf func(format string, args ...any)

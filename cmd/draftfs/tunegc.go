@@ -1,0 +1,129 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// memoryLimit is the heap size above which the daemon collects more
+// often than every 4x: where the kernel keeps 100,000 nodes referenced,
+// 4x their live heap is more than the memory draftfs means to take.
+const memoryLimit = 128 << 20
+
+// heavyHeadroom is how far heavyWork lifts the memory limit.
+const heavyHeadroom = 256 << 20
+
+// gc is the state of the memory limit that tuneGC manages.
+var gc struct {
+	mu sync.Mutex
+	// gen numbers the chain of followLiveHeap finalizers that may set the
+	// limit; a finalizer of an older one stops.
+	gen int
+	// heavy counts the heavyWork calls not ended yet.
+	heavy int
+}
+
+// tuneGC sets how often garbage is collected. A daemon's live heap is
+// small and every FUSE request allocates: collecting at 4x the live heap
+// instead of Go's 2x trades a little memory for fewer collections
+// (README, Benchmarks), up to memoryLimit, or half as much again as the
+// live heap where that is more (see followLiveHeap). GOGC and
+// GOMEMLIMIT, when set, still rule.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		gc.gen++
+		gc.heavy = 0
+		debug.SetMemoryLimit(memoryLimit)
+		followLiveHeap(gc.gen)
+	}
+}
+
+// followLiveHeap sets the memory limit to gcLimit of the live heap after
+// every collection, for as long as gen is the current chain (heavyWork
+// stops it while it has the limit lifted): a large draft's metadata alone can come
+// near memoryLimit (120 MB for 60,000 files), and a limit at the live
+// heap has the collector run without a pause, taking the CPU the
+// requests need.
+func followLiveHeap(gen int) {
+	type sentinel struct{ _ [16]byte } // not a tiny allocation: collected alone
+	runtime.SetFinalizer(new(sentinel), func(*sentinel) {
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		if gen != gc.gen {
+			return
+		}
+		debug.SetMemoryLimit(gcLimit(liveHeap()))
+		followLiveHeap(gen)
+	})
+}
+
+// heavyWork lifts the memory limit by heavyHeadroom until end is called,
+// for a request that allocates in proportion to the draft (a commit,
+// undo, discard or rewind of 10,000 files allocates a few hundred MB).
+// Under the limit alone, with a large live heap (the nodes of 100,000
+// files the kernel keeps referenced) each collection marks all of it
+// every few tens of MB allocated: a 10,000-file commit spent 40% of its
+// CPU collecting (README, Commit, status and scale). At the end a
+// collection returns the memory the work took to the system, in the
+// background, and then the limit and its following of the live heap
+// come back (restored at once, the limit had the collector run without
+// a pause until the runtime had given back the pages). Nothing while
+// GOMEMLIMIT rules.
+func heavyWork() (end func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.heavy++; gc.heavy == 1 {
+		gc.gen++ // the following stops, so no two chains follow at the end
+		debug.SetMemoryLimit(debug.SetMemoryLimit(-1) + heavyHeadroom)
+	}
+	gen := gc.gen
+	return sync.OnceFunc(func() {
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		if gen != gc.gen {
+			return // tuned afresh meanwhile
+		}
+		if gc.heavy--; gc.heavy == 0 {
+			go restoreLimit(gen)
+		}
+	})
+}
+
+// restoreLimit ends heavyWork's lift of chain gen, unless other heavy
+// work began meanwhile.
+func restoreLimit(gen int) {
+	debug.FreeOSMemory()
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gen != gc.gen || gc.heavy > 0 {
+		return
+	}
+	debug.SetMemoryLimit(gcLimit(liveHeap()))
+	followLiveHeap(gen)
+}
+
+// gcLimit is the memory limit for a live heap of live bytes.
+func gcLimit(live uint64) int64 {
+	return max(memoryLimit, int64(live+live/2))
+}
+
+// liveHeap is the heap the last collection found live, in bytes.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
