@@ -1,10 +1,13 @@
 // Command memfs mounts a file system that keeps everything in memory
-// and does nothing else: no disk, no draft, no log. scripts/bench runs
-// its write lines through it beside draftfs, as the floor of what any
-// file system served over FUSE by go-fuse costs on the machine: the
-// round trips of the kernel's requests alone.
+// and does nothing else: no disk, no draft, no log, served as the draftfs
+// mount is (its transport: /dev/fuse reads and writes, or FUSE over
+// io_uring with -io-uring where the kernel has it enabled; its mount
+// options, cache timeouts and declined requests). scripts/bench runs its
+// write lines through it beside draftfs, as their floor on the machine:
+// what the kernel's round trips cost alone, the rest of draftfs's time
+// being the engine's.
 //
-//	memfs [-debug] MOUNTPOINT
+//	memfs [-debug] [-io-uring] MOUNTPOINT
 //
 // It serves until unmounted. Like the draftfs daemon it runs its Go
 // code on one CPU unless GOMAXPROCS is set (see the README's Runtime
@@ -15,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"runtime"
 	"sync"
@@ -23,33 +27,96 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
+	"github.com/draftfs/draftfs/fusefs/internal/uring"
 )
 
 func main() {
-	debug := flag.Bool("debug", false, "log every FUSE request")
+	debug := flag.Bool("debug", false, "log every FUSE request (served by go-fuse's server)")
+	ring := flag.Bool("io-uring", false, "serve over FUSE over io_uring where the kernel has it enabled")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: memfs [-debug] MOUNTPOINT")
+		fmt.Fprintln(os.Stderr, "usage: memfs [-debug] [-io-uring] MOUNTPOINT")
 		os.Exit(2)
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	server, err := mount(flag.Arg(0), *debug)
+	serve, err := mount(flag.Arg(0), *debug, *ring)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "memfs: %v\n", err)
 		os.Exit(1)
 	}
-	server.Wait()
+	serve()
 }
 
-// mount serves a new, empty memory file system at dir.
-func mount(dir string, debug bool) (*fuse.Server, error) {
-	opts := &fs.Options{}
-	opts.FsName = "memfs"
-	opts.Name = "memfs"
-	opts.Debug = debug
-	return fs.Mount(dir, newNode(syscall.S_IFDIR|0o755), opts)
+// cacheTimeout is the draftfs mount's (fusefs).
+const cacheTimeout = time.Hour
+
+// mount serves a new, empty memory file system at dir, as fusefs serves
+// a draft, and returns what serves it until it is unmounted.
+func mount(dir string, debug, ring bool) (serve func(), err error) {
+	timeout := cacheTimeout
+	logger := log.New(os.Stderr, "", 0)
+	opts := &fs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:               "memfs",
+			Name:                 "memfs",
+			Options:              []string{"default_permissions"},
+			DirectMount:          os.Geteuid() == 0,
+			IgnoreSecurityLabels: true,
+			DisableSplice:        true,
+			MaxWrite:             1 << 20,
+			ExtraCapabilities:    fuse.CAP_HANDLE_KILLPRIV_V2,
+			Debug:                debug,
+			Logger:               logger,
+		},
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		NullPermissions: true,
+		Logger:          logger,
+	}
+	raw := rawFS{noopendir.FS{RawFileSystem: fs.NewNodeFS(newNode(syscall.S_IFDIR|0o755), opts)}}
+	dev, mountArg, err := uring.PrepareMount(dir, &opts.MountOptions, ring)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := fuse.NewServer(raw, mountArg, &opts.MountOptions)
+	if err != nil {
+		if dev >= 0 {
+			syscall.Close(dev)
+		}
+		return nil, err
+	}
+	serve = srv.Serve
+	if dev >= 0 {
+		serve, _ = uring.ServeGoFuse(srv, dev, raw, &opts.MountOptions, logger.Printf)
+	}
+	go serve()
+	if err := srv.WaitMount(); err != nil {
+		return nil, err
+	}
+	if dev >= 0 {
+		if err := uring.PollHack(dir); err != nil {
+			logger.Printf("memfs: io_uring: %v", err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		srv.Wait()
+		close(done)
+	}()
+	return func() { <-done }, nil
+}
+
+// rawFS declines CREATE as fusefs does: the kernel then creates files
+// with MKNOD and opens them itself (with OPEN declined too: no_open).
+type rawFS struct{ noopendir.FS }
+
+func (rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	return fuse.ENOSYS
 }
 
 // node is a directory, a regular file or a symlink, with its attributes
@@ -66,7 +133,7 @@ type node struct {
 var (
 	_ fs.NodeGetattrer     = (*node)(nil)
 	_ fs.NodeSetattrer     = (*node)(nil)
-	_ fs.NodeCreater       = (*node)(nil)
+	_ fs.NodeMknoder       = (*node)(nil)
 	_ fs.NodeMkdirer       = (*node)(nil)
 	_ fs.NodeSymlinker     = (*node)(nil)
 	_ fs.NodeReadlinker    = (*node)(nil)
@@ -146,8 +213,11 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	return 0
 }
 
-func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	return n.child(ctx, name, newNode(syscall.S_IFREG|mode&0o7777), out), nil, fuse.FOPEN_KEEP_CACHE, 0
+func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, syscall.EPERM // files only: the write lines make no others
+	}
+	return n.child(ctx, name, newNode(mode), out), 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -185,13 +255,10 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	return 0
 }
 
+// Open declines, as fusefs does: the kernel opens files itself from
+// then on (no_open) and truncates with SETATTR.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if flags&syscall.O_TRUNC != 0 {
-		n.mu.Lock()
-		n.data = n.data[:0]
-		n.mu.Unlock()
-	}
-	return nil, fuse.FOPEN_KEEP_CACHE, 0
+	return nil, 0, syscall.ENOSYS
 }
 
 func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/uring"
 )
 
 // The floor must do what the write lines ask of it, or it measures
@@ -16,12 +20,27 @@ func TestMemfsServesWriteLines(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skip("no /dev/fuse")
 	}
+	for _, ring := range []bool{false, true} {
+		if ring && !uring.Enabled() {
+			t.Log("FUSE over io_uring is off: /dev/fuse only")
+			continue
+		}
+		t.Run(fmt.Sprintf("io_uring=%v", ring), func(t *testing.T) { testWriteLines(t, ring) })
+	}
+}
+
+func testWriteLines(t *testing.T, ring bool) {
 	dir := t.TempDir()
-	server, err := mount(dir, false)
+	serve, err := mount(dir, false, ring)
 	if err != nil {
 		t.Skipf("cannot mount: %v", err)
 	}
-	defer server.Unmount()
+	defer func() {
+		if err := mounts.UnmountFUSE(dir); err != nil {
+			t.Error(err)
+		}
+		serve()
+	}()
 	p := func(s string) string { return filepath.Join(dir, s) }
 	must := func(err error) {
 		t.Helper()
