@@ -144,6 +144,7 @@ var (
 	_ fs.NodeReader        = (*node)(nil)
 	_ fs.NodeWriter        = (*node)(nil)
 	_ fs.NodeFsyncer       = (*node)(nil)
+	_ fs.NodeFlusher       = (*node)(nil)
 	_ fs.NodeGetxattrer    = (*node)(nil)
 	_ fs.NodeSetxattrer    = (*node)(nil)
 	_ fs.NodeListxattrer   = (*node)(nil)
@@ -278,6 +279,11 @@ func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int
 	now := time.Now()
 	n.attr.SetTimes(nil, &now, &now)
 	return uint32(len(data)), 0
+}
+
+// Flush declines, as fusefs does: the kernel stops sending it.
+func (n *node) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	return syscall.ENOSYS
 }
 
 // Fsync has nothing to make durable (pip syncs what it installs).
