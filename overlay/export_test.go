@@ -2,7 +2,11 @@
 
 package overlay
 
-import "github.com/spf13/afero"
+import (
+	"slices"
+
+	"github.com/spf13/afero"
+)
 
 // OpenOn opens a workspace whose disk layer is disk instead of the OS
 // file system at opts.Root: for tests of a layer without inode numbers
@@ -20,4 +24,16 @@ func DataFile(v *Fs, key string) string {
 		return ""
 	}
 	return d.dataPath(d.dataOf(e.Ino))
+}
+
+// IsSpare reports whether name is one of d's spare data files (which
+// may still hold a small file's content: see smallSpare).
+func IsSpare(d *Draft, name string) bool {
+	f, ok := parseFileName(name)
+	if !ok || d.spare == nil {
+		return false
+	}
+	d.spare.mu.Lock()
+	defer d.spare.mu.Unlock()
+	return slices.Contains(d.spare.files, f)
 }

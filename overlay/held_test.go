@@ -100,7 +100,7 @@ func TestHeldFile(t *testing.T) {
 				must(t, h.Close())
 				mustReadAt(t, twin, want)
 				must(t, twin.Close())
-				if left := dataFiles(t, e.state); len(left) > 1 || len(left) == 1 && w.name == "unlinked" {
+				if left := dataFiles(t, e.d, e.state); len(left) > 1 || len(left) == 1 && w.name == "unlinked" {
 					t.Errorf("data files left: %v", left)
 				}
 			})
@@ -183,17 +183,17 @@ func mustReadFile(t *testing.T, name, want string) {
 	}
 }
 
-// dataFiles lists the data files of every draft in state, but spares
-// (empty numbered files, see spares.go).
-func dataFiles(t *testing.T, state string) []string {
+// dataFiles lists the data files of every draft in state, but d's
+// spares (see spares.go).
+func dataFiles(t *testing.T, d *overlay.Draft, state string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(state, func(p string, de os.DirEntry, err error) error {
 		if err != nil || de.IsDir() || filepath.Base(filepath.Dir(p)) != "data" {
 			return err
 		}
-		if fi, err := de.Info(); err == nil && fi.Size() == 0 && strings.HasPrefix(de.Name(), "n") {
-			return nil // a spare
+		if overlay.IsSpare(d, de.Name()) {
+			return nil
 		}
 		out = append(out, strings.TrimPrefix(p, state))
 		return nil

@@ -14,8 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Spare data files: the data file of a draft file that goes is emptied
-// and kept, and a new file takes one instead of creating its data file.
+// Spare data files: the data file of a draft file that goes is kept (and
+// emptied, unless small: see smallSpare), and a new file takes one
+// instead of creating its data file; taking it empties it.
 // Deleting thousands of files and making thousands (rm -rf, then an
 // untar or an rsync, as agents do) then allocates and frees no inodes in
 // the state directory. Creating a file is what this saves: ext4 without
@@ -31,12 +32,21 @@ import (
 // takes it: no rename. Other data files are named by their inode's
 // number (copied up, put back by an undo or a rewind), and become spares
 // by one rename to a number. A numbered file no record names is a spare
-// (collectGarbage): left by a crash, it may still have content, which
-// goes when it is taken.
+// (collectGarbage): left by a crash, or small, it may still have
+// content, which goes when it is taken.
 
-// maxSpares bounds the spare data files a draft keeps (empty files: an
-// inode each).
+// maxSpares bounds the spare data files a draft keeps (an inode each).
 const maxSpares = 16384
+
+// A spare of at most smallSpare bytes keeps its content until it
+// is taken, which truncates it anyway, as long as the spares keep at most
+// keptSpareBytes so: emptying it when its file goes (an open with
+// O_TRUNC, by name in the data directory) was a quarter of the daemon's
+// CPU for an rm -rf of files the draft made.
+const (
+	smallSpare     = 16 << 10
+	keptSpareBytes = 16 << 20
+)
 
 // fileName is the name of numbered data file f. Its prefix is not a hex
 // digit: it never meets a name an inode number gives.
@@ -59,6 +69,8 @@ type spares struct {
 	mu     sync.Mutex // protects the following
 	closed bool
 	files  []uint64 // the spares' numbers
+	kept   []int64  // the bytes each still holds on disk (see smallSpare)
+	keptN  int64    // their sum
 	next   uint64   // the number the next new numbered file takes
 	taken  uint64   // data files taken since the draft opened
 	fresh  uint64   // of those, made new (no spare was left)
@@ -91,8 +103,16 @@ func (s *spares) keep(f uint64) bool {
 	if len(s.files) == maxSpares {
 		return false
 	}
-	s.files = append(s.files, f)
+	s.add(f, 0) // what it holds goes when it is taken
 	return true
+}
+
+// add keeps numbered file f, which holds kept bytes on disk, as a spare.
+// Must be called with s.mu held.
+func (s *spares) add(f uint64, kept int64) {
+	s.files = append(s.files, f)
+	s.kept = append(s.kept, kept)
+	s.keptN += kept
 }
 
 // close stops retire: the draft's data directory is closed after it,
@@ -115,7 +135,7 @@ func (s *spares) take() (uint64, bool) {
 	s.taken++
 	if n := len(s.files); n > 0 {
 		f := s.files[n-1]
-		s.files = s.files[:n-1]
+		s.files, s.keptN, s.kept = s.files[:n-1], s.keptN-s.kept[n-1], s.kept[:n-1]
 		return f, true
 	}
 	s.next++
@@ -152,7 +172,7 @@ func (s *spares) makeAhead(data int) {
 		fd, err := unix.Openat(data, fileName(f), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, dataPerm)
 		if err == nil {
 			unix.Close(fd)
-			s.files = append(s.files, f)
+			s.add(f, 0)
 		}
 		s.mu.Unlock()
 		if err != nil && err != unix.EEXIST && err != unix.EINTR {
@@ -163,8 +183,9 @@ func (s *spares) makeAhead(data int) {
 }
 
 // retire removes the data file name from the directory data: it is
-// emptied and kept as a spare when there is room and it has no other
-// link (a commit's undo or a rewind may have linked it), else removed.
+// kept as a spare when there is room and it has no other link (a
+// commit's undo or a rewind may have linked it), emptied unless it is
+// small (see smallSpare), else removed.
 // False when the spares are closed: data may be too, and the caller
 // removes the file by its path.
 func (s *spares) retire(data int, name string) bool {
@@ -196,11 +217,15 @@ func (s *spares) retire(data int, name string) bool {
 			return true
 		}
 	}
-	if st.Size > 0 && truncateAt(data, fileName(f)) != nil {
-		unix.Unlinkat(data, fileName(f), 0)
-		return true
+	kept := (st.Size + 4095) &^ 4095 // its blocks may not be allocated yet
+	if st.Size > 0 && (kept > smallSpare || s.keptN+kept > keptSpareBytes) {
+		if truncateAt(data, fileName(f)) != nil {
+			unix.Unlinkat(data, fileName(f), 0)
+			return true
+		}
+		kept = 0
 	}
-	s.files = append(s.files, f)
+	s.add(f, kept)
 	return true
 }
 

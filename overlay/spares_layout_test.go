@@ -101,10 +101,68 @@ func TestSparesRetireNoReplace(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, fileName(1))); err != nil || string(b) != "a file's content" {
 		t.Fatalf("%s reads %q, %v after a retire", fileName(1), b, err)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, fileName(2))); err != nil || fi.Size() != 0 {
-		t.Fatalf("the retired file is not the empty %s: %v, %v", fileName(2), fi, err)
+	if b, err := os.ReadFile(filepath.Join(dir, fileName(2))); err != nil || string(b) != "gone" {
+		t.Fatalf("the retired file is not %s, as it was (small): %q, %v", fileName(2), b, err)
 	}
 	if f, spare := s.take(); !spare || f != 2 {
 		t.Errorf("take gave %d (spare %v), want the spare 2", f, spare)
+	}
+}
+
+// TestSparesKeepWithinBudget: a small spare keeps its content until it
+// is taken, as long as the spares keep at most keptSpareBytes so; then,
+// and for a large one, it is emptied when it becomes a spare.
+func TestSparesKeepWithinBudget(t *testing.T) {
+	dir := t.TempDir()
+	data, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(data)
+	s := &spares{next: 1}
+	retire := func(size int) string {
+		t.Helper()
+		s.mu.Lock()
+		name := fileName(s.next) // a new file's number, as take gives with no spare
+		s.next++
+		s.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if !s.retire(data, name) {
+			t.Fatal("retire refused")
+		}
+		return name
+	}
+	size := func(name string) int64 {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	if big := retire(smallSpare + 1); size(big) != 0 {
+		t.Errorf("a large spare keeps %d bytes", size(big))
+	}
+	s.take() // the big one
+	small := keptSpareBytes / 4096
+	var names []string
+	for range small + 10 {
+		names = append(names, retire(4096))
+	}
+	kept := 0
+	for _, n := range names {
+		if size(n) > 0 {
+			kept++
+		}
+	}
+	if kept == 0 || kept > small || s.keptN > keptSpareBytes {
+		t.Errorf("%d of %d small spares keep content (%d bytes), want some and at most %d (%d bytes)", kept, len(names), s.keptN, small, keptSpareBytes)
+	}
+	for range names {
+		s.take()
+	}
+	if s.keptN != 0 || len(s.kept) != 0 {
+		t.Errorf("with no spares left %d bytes are counted kept", s.keptN)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -52,18 +53,28 @@ func (e *spareEnv) dataNames(t *testing.T) []string {
 	return names
 }
 
-// TestSpareDataFiles: a removed file's data file is emptied and kept
-// where it is, and the next new file takes it under the same name (no
-// rename either way), with a new file's content and times.
+// TestSpareDataFiles: a removed file's data file is kept where it is
+// (emptied when it is large, a small one when taken), and the next new
+// file takes it under the same name (no rename either way), with a new
+// file's content and times.
 func TestSpareDataFiles(t *testing.T) {
 	e := openSpareEnv(t, t.TempDir(), t.TempDir())
 	defer e.ws.Close()
+	mustWrite(t, e.v, "big.txt", strings.Repeat("the content of big\n", 10000))
+	big := overlay.DataFile(e.v, "big.txt")
+	must(t, e.v.Remove("big.txt"))
+	if fi, err := os.Lstat(big); err != nil || fi.Size() != 0 {
+		t.Fatalf("a large removed file's data file did not stay, emptied: %v, %v", fi, err)
+	}
 	mustWrite(t, e.v, "a.txt", "the content of a")
 	p := overlay.DataFile(e.v, "a.txt")
+	if p != big {
+		t.Fatalf("the new file's data file is %s, not the spare %s", p, big)
+	}
 	old := diskIno(t, p)
 	must(t, e.v.Remove("a.txt"))
-	if fi, err := os.Lstat(p); err != nil || fi.Size() != 0 || diskIno(t, p) != old {
-		t.Fatalf("the removed file's data file did not stay, emptied: %v, %v", fi, err)
+	if fi, err := os.Lstat(p); err != nil || diskIno(t, p) != old {
+		t.Fatalf("the removed file's data file did not stay: %v, %v", fi, err)
 	}
 	time.Sleep(100 * time.Millisecond)               // the spare's times are well older than the new file's
 	before := time.Now().Add(-30 * time.Millisecond) // the kernel's clock is coarse
