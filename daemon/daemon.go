@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/fusefs"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/control"
@@ -46,6 +47,12 @@ type Options struct {
 	// Heavy is called around requests that work in proportion to the
 	// draft (control.ServerOptions.Heavy). Nil: nothing.
 	Heavy func() (end func())
+	// Fatal ends the process after a bug (a request's handler panicked)
+	// may have left the engine's locks held: the daemon has said why and
+	// detached its mounts, so that nothing waits on them forever. A
+	// draft's journal is recovered at its next open. Nil: the daemon
+	// carries on.
+	Fatal func()
 	// Logf receives the daemon's diagnostics. Nil: discarded.
 	Logf func(format string, args ...any)
 }
@@ -119,6 +126,7 @@ func Start(opts Options) (*Daemon, error) {
 		Run:        d.Run,
 		Who:        ownCommand,
 		Heavy:      opts.Heavy,
+		Fatal:      d.fatal,
 		Logf:       opts.Logf,
 	})
 	if d.l, err = control.Listen(d.socket); err != nil {
@@ -179,6 +187,28 @@ func (d *Daemon) Run(pid int, command []string) (end func()) {
 
 // Done is closed when the mount of Options.Mount went away from outside.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// fatal is the control server's Fatal: it says what happened, detaches
+// the mounts without waiting for their requests (which may wait on the
+// locks the panic left) and calls Options.Fatal.
+func (d *Daemon) fatal(err error) {
+	if d.opts.Fatal == nil {
+		return
+	}
+	d.opts.Logf("%v. This is a bug; the daemon stops, as it may have left the draft locked. Nothing written is lost: the draft's journal is recovered when draftfs next opens it.", err)
+	d.mu.Lock()
+	dirs := make([]string, 0, len(d.mounts))
+	for _, m := range d.mounts {
+		dirs = append(dirs, m.srv.Mountpoint())
+	}
+	d.mu.Unlock()
+	for _, dir := range dirs {
+		if err := mounts.UnmountFUSE(dir); err != nil && !errors.Is(err, mounts.ErrDetached) {
+			d.opts.Logf("%v", err)
+		}
+	}
+	d.opts.Fatal()
+}
 
 // Close unmounts, stops serving, closes the engine and releases the
 // lock. A mount still in use is detached lazily.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -141,5 +142,48 @@ func TestMounts(t *testing.T) {
 	}
 	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the draft's mount point is left: %v", err)
+	}
+}
+
+// TestFatalDetachesMounts: after a handler's panic (control's Fatal) the
+// daemon says so, detaches its mounts, in use or not, without waiting
+// for their requests, and ends the process (Options.Fatal).
+func TestFatalDetachesMounts(t *testing.T) {
+	needFUSE(t)
+	opts := options(t)
+	opts.Mount = filepath.Join(filepath.Dir(opts.Workspace), "view")
+	if err := os.WriteFile(filepath.Join(opts.Workspace, "f"), []byte("disk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs []string
+	opts.Logf = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+	}
+	ended := false
+	opts.Fatal = func() { ended = true }
+	d, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	busy, err := os.Open(filepath.Join(opts.Mount, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	d.fatal(errors.New("internal error in draft/commit: boom"))
+	if !ended {
+		t.Error("Options.Fatal not called")
+	}
+	if typ, err := mounts.At(opts.Mount); err != nil || typ != "" {
+		t.Errorf("the mount is still there: %q %v", typ, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(logs, "\n"), "internal error in draft/commit: boom. This is a bug") {
+		t.Errorf("logged %q", logs)
 	}
 }

@@ -28,7 +28,8 @@ run), ACP (draftfs acp) or MCP (draftfs mcp). You review with status and
 diff, then commit, discard or undo.
 
 Exit status: 0 success, 1 refused (conflicts, nothing to undo, a bad
-path), 2 usage error.`,
+path), 2 usage error, 70 a daemon stopped by a bug (its draft is
+recovered from its journal at the next start).`,
 	Example: `  draftfs serve --mount /tmp/view     # daemon with the merged view at /tmp/view
   draftfs run -- make test            # run a command on the merged view
   draftfs status                      # what the agents changed
@@ -119,6 +120,10 @@ func hint(err error) string {
 	}
 	return ""
 }
+
+// exitAfterBug ends a daemon's process after a bug may have left a
+// draft locked (daemon.Options.Fatal): status 70, EX_SOFTWARE.
+func exitAfterBug() { os.Exit(70) }
 
 // usageError: the command line is wrong (exit status 2).
 type usageError struct{ err error }

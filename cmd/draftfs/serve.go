@@ -91,6 +91,7 @@ func serve(mountDir string) error {
 		Command:     "serve",
 		Version:     version(),
 		Heavy:       heavyWork,
+		Fatal:       exitAfterBug,
 		Logf:        logf,
 	})
 	if err != nil {

@@ -173,6 +173,7 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 		Command:   command,
 		Version:   version(),
 		Heavy:     heavyWork,
+		Fatal:     exitAfterBug,
 		Logf:      logf,
 	})
 }

@@ -67,11 +67,12 @@ func (cn *conn) refuseAgent(ctx context.Context, req *jsonrpc2.Request) {
 }
 
 // run calls a method's handler and answers. A panicking handler is a
-// bug: it is logged and answered as an internal error, and the daemon
-// carries on.
+// bug: it is logged and answered as an internal error, and then
+// ServerOptions.Fatal is called.
 func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 	var res any
 	var err error
+	var panicked error
 	end := func() {}
 	if m.heavy && cn.s.opts.Heavy != nil {
 		end = cn.s.opts.Heavy()
@@ -80,11 +81,22 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 		defer func() {
 			if p := recover(); p != nil {
 				cn.s.opts.Logf("control: panic in %s: %v\n%s", req.Method, p, debug.Stack())
-				err = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("internal error in %s: %v", req.Method, p)}
+				panicked = fmt.Errorf("internal error in %s: %v", req.Method, p)
+				err = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: panicked.Error()}
 			}
 		}()
 		res, err = m.fn(cn, ctx, req)
 	}()
+	if panicked != nil {
+		end()
+		if !req.Notif {
+			cn.rpc.ReplyWithError(ctx, req.ID, toRPC(err))
+		}
+		if cn.s.opts.Fatal != nil {
+			cn.s.opts.Fatal(panicked)
+		}
+		return
+	}
 	// What the request changed is what the mounts show once it is
 	// answered.
 	if !cn.s.ws.Settle(settleTimeout) {

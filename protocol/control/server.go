@@ -49,6 +49,13 @@ type ServerOptions struct {
 	// as the request ends: the daemon lifts its soft memory limit
 	// meanwhile. Nil: nothing.
 	Heavy func() (end func())
+	// Fatal is called, once its request is answered, when a handler
+	// panicked: a bug, which may have left the engine's locks held and
+	// its maps half changed, so that every later request through the
+	// socket or the mounts would wait forever. A daemon stops there (a
+	// draft's journal is recovered at its next open: nothing written is
+	// lost). Nil: the server carries on.
+	Fatal func(err error)
 	// Logf reports what the daemon's user should know about: refused
 	// peers, dropped clients, failed notifications. Nil: discarded.
 	Logf func(format string, args ...any)
