@@ -45,8 +45,9 @@ type Options struct {
 	// Version is reported to clients.
 	Version string
 	// Heavy is called around requests that work in proportion to the
-	// draft (control.ServerOptions.Heavy). Nil: nothing.
-	Heavy func() (end func())
+	// draft and bursts of changes (control.ServerOptions.Heavy). Nil:
+	// nothing.
+	Heavy func(what string) (end func())
 	// Fatal ends the process after a bug (a request's handler panicked)
 	// may have left the engine's locks held: the daemon has said why and
 	// detached its mounts, so that nothing waits on them forever. A

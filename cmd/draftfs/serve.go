@@ -90,7 +90,7 @@ func serve(mountDir string) error {
 		Watch:       true,
 		Command:     "serve",
 		Version:     version(),
-		Heavy:       heavyWork,
+		Heavy:       heavyWorkFor,
 		Fatal:       exitAfterBug,
 		Logf:        logf,
 	})

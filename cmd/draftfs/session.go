@@ -86,7 +86,7 @@ func connect(acc access) (*session, error) {
 		closeAll()
 		return nil, err
 	}
-	srv := control.NewServer(ws, control.ServerOptions{Draft: cfg.draft, Version: version(), Heavy: heavyWork, Logf: logf})
+	srv := control.NewServer(ws, control.ServerOptions{Draft: cfg.draft, Version: version(), Heavy: heavyWorkFor, Logf: logf})
 	c, err = srv.Connect()
 	if err != nil {
 		srv.Close()
@@ -172,7 +172,7 @@ func startDaemon(cfg *config, command string) (*daemon.Daemon, error) {
 		Watch:     true,
 		Command:   command,
 		Version:   version(),
-		Heavy:     heavyWork,
+		Heavy:     heavyWorkFor,
 		Fatal:     exitAfterBug,
 		Logf:      logf,
 	})

@@ -67,7 +67,8 @@ func followLiveHeap(gen int) {
 
 // heavyWork lifts the memory limit by heavyHeadroom until end is called,
 // for a request that allocates in proportion to the draft (a commit,
-// undo, discard or rewind of 10,000 files allocates a few hundred MB).
+// undo, discard or rewind of 10,000 files allocates a few hundred MB)
+// and for a burst of writes through a mount.
 // Under the limit alone, with a large live heap (the nodes of 100,000
 // files the kernel keeps referenced) each collection marks all of it
 // every few tens of MB allocated: a 10,000-file commit spent 40% of its
@@ -99,6 +100,10 @@ func heavyWork() (end func()) {
 		}
 	})
 }
+
+// heavyWorkFor is heavyWork for daemon.Options.Heavy, which says what
+// the work is: every kind lifts the limit alike.
+func heavyWorkFor(string) (end func()) { return heavyWork() }
 
 // restoreLimit ends heavyWork's lift of chain gen, unless other heavy
 // work began meanwhile.

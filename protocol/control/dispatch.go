@@ -75,7 +75,7 @@ func (cn *conn) run(ctx context.Context, m method, req *jsonrpc2.Request) {
 	var panicked error
 	end := func() {}
 	if m.heavy && cn.s.opts.Heavy != nil {
-		end = cn.s.opts.Heavy()
+		end = cn.s.opts.Heavy(req.Method)
 	}
 	func() {
 		defer func() {

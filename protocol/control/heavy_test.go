@@ -1,8 +1,10 @@
 package control
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -15,7 +17,10 @@ import (
 func TestHeavyMethods(t *testing.T) {
 	e := newEnv(t)
 	var running, calls atomic.Int32
-	e.srv.opts.Heavy = func() func() {
+	e.srv.opts.Heavy = func(what string) func() {
+		if what == BurstOfChanges {
+			return func() {} // TestHeavyBurst
+		}
 		running.Add(1)
 		calls.Add(1)
 		return func() { running.Add(-1) }
@@ -47,4 +52,37 @@ func TestHeavyMethods(t *testing.T) {
 	step("commit", true, func() error { _, err := c.Commit("", CommitOptions{}, nil); return err })
 	step("undo", true, func() error { _, err := c.Undo(""); return err })
 	step("discard", true, func() error { _, err := c.Discard("", DiscardOptions{All: true}); return err })
+}
+
+// TestHeavyBurst: a burst of changes (writes through a mount) runs
+// under Heavy until the feed has been quiet for burstQuiet.
+func TestHeavyBurst(t *testing.T) {
+	e := newEnv(t)
+	var running atomic.Int32
+	e.srv.opts.Heavy = func(what string) func() {
+		if what != BurstOfChanges {
+			t.Errorf("Heavy(%q) for writes", what)
+		}
+		running.Add(1)
+		return func() { running.Add(-1) }
+	}
+	d, err := e.ws.Draft("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func(want int32, within time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(within); running.Load() != want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d heavy works running, want %d", running.Load(), want)
+			}
+		}
+	}
+	for i := range 20 {
+		if err := afero.WriteFile(d.Fs(overlay.SourceMount), fmt.Sprintf("f%d", i), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait(1, 5*time.Second)
+	wait(0, burstQuiet+5*time.Second)
 }

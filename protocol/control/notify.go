@@ -1,6 +1,10 @@
 package control
 
-import "github.com/draftfs/draftfs/overlay"
+import (
+	"time"
+
+	"github.com/draftfs/draftfs/overlay"
+)
 
 // Notifications: the engine's changes fanned out to every connection
 // as draft/didChange, each connection sending its own queue.
@@ -21,12 +25,44 @@ func (cn *conn) sendNotices() {
 	}
 }
 
+// burstQuiet is how long the change feed stays quiet before a burst of
+// changes is over (see ServerOptions.Heavy).
+const burstQuiet = time.Second
+
 // fanOut turns the change feed into notifications for every subscribed
 // connection. It never blocks on a client: a full queue is emptied and
-// replaced by one notification that says changes were lost.
+// replaced by one notification that says changes were lost. A burst of
+// changes runs under ServerOptions.Heavy until the feed is quiet for
+// burstQuiet.
 func (s *Server) fanOut() {
 	defer s.wg.Done()
-	for c := range s.sub.C {
+	var end func() // the burst's, while changes come
+	quiet := time.NewTimer(burstQuiet)
+	defer func() {
+		quiet.Stop()
+		if end != nil {
+			end()
+		}
+	}()
+	for {
+		var c overlay.Change
+		select {
+		case ch, ok := <-s.sub.C:
+			if !ok {
+				return
+			}
+			c = ch
+		case <-quiet.C:
+			if end != nil {
+				end()
+				end = nil
+			}
+			continue
+		}
+		if end == nil && s.opts.Heavy != nil {
+			end = s.opts.Heavy(BurstOfChanges)
+		}
+		quiet.Reset(burstQuiet)
 		batch := []overlay.Change{c}
 	more:
 		for len(batch) < 4096 {

@@ -45,10 +45,12 @@ type ServerOptions struct {
 	// (commit, discard, undo, rewind) are logged as by it. Nil: not named.
 	Who func(pid int) string
 	// Heavy is called as a request that works in proportion to the
-	// draft (commit, discard, undo, rewind) starts, and what it returns
-	// as the request ends: the daemon lifts its soft memory limit
-	// meanwhile. Nil: nothing.
-	Heavy func() (end func())
+	// draft (commit, discard, undo, rewind) starts, with the method's
+	// name, and what it returns as the request ends; and as a burst of
+	// changes (writes through a mount) starts, with BurstOfChanges, and
+	// what it returns once none came for a second. The daemon lifts its
+	// soft memory limit meanwhile. Nil: nothing.
+	Heavy func(what string) (end func())
 	// Fatal is called, once its request is answered, when a handler
 	// panicked: a bug, which may have left the engine's locks held and
 	// its maps half changed, so that every later request through the
@@ -60,6 +62,10 @@ type ServerOptions struct {
 	// peers, dropped clients, failed notifications. Nil: discarded.
 	Logf func(format string, args ...any)
 }
+
+// BurstOfChanges is what ServerOptions.Heavy is called with for a burst
+// of changes.
+const BurstOfChanges = "changes"
 
 // Server answers the control protocol for one workspace on any number
 // of connections.
