@@ -5,6 +5,7 @@ package fusefs
 import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/draftfs/draftfs/fusefs/internal/mountopts"
 	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
 )
 
@@ -54,7 +55,7 @@ func (r rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, ou
 func (r rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	st := r.RawFileSystem.SetAttr(cancel, in, out)
 	if st == fuse.OK && out.Timeout() == 0 {
-		out.SetTimeout(cacheTimeout)
+		out.SetTimeout(mountopts.CacheTimeout)
 	}
 	return st
 }

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
 	"github.com/draftfs/draftfs/fusefs/internal/invalidate"
+	"github.com/draftfs/draftfs/fusefs/internal/mountopts"
 	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
 	"github.com/draftfs/draftfs/fusefs/internal/passthrough"
@@ -58,11 +58,6 @@ type Options struct {
 	// process's first request. Nil, or "": the change is by the mount.
 	Author func(pid uint32) string
 }
-
-// cacheTimeout is how long the kernel keeps entries (failed lookups
-// too) and attributes;
-// changes from outside the mount are invalidated explicitly.
-const cacheTimeout = time.Hour
 
 // Server is a mounted merged view.
 type Server struct {
@@ -136,34 +131,11 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 		Stable: s.nodes.Stable,
 		Moved:  func(in *gofs.Inode, key string) { in.Operations().(*node).SetKey(key) },
 	}
-	timeout := cacheTimeout
-	logger := log.New(logWriter(s.logf), "", 0)
-	fopts := &gofs.Options{
-		MountOptions: fuse.MountOptions{
-			AllowOther:  opts.AllowOther,
-			FsName:      mounts.Source(opts.StateDir, d.Name()),
-			Name:        "draftfs", // mounts.FsType
-			Options:     []string{"default_permissions"},
-			DirectMount: os.Geteuid() == 0,
-			// security.capability is asked before every write: go-fuse
-			// answers it (none) without asking the engine.
-			IgnoreSecurityLabels: true,
-			DisableSplice:        true, // replies are built in memory
-			MaxWrite:             maxRequest,
-			// The server clears set-id bits on writes, truncates and
-			// chowns (killPriv), so the kernel need not GETATTR first
-			// for every chown: one round trip fewer per file untarred.
-			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
-			Debug:             opts.Debug,
-			Logger:            logger,
-		},
-		EntryTimeout:    &timeout,
-		AttrTimeout:     &timeout,
-		NegativeTimeout: &timeout,
-		NullPermissions: true, // modes are real: 0 means 0
-		RootStableAttr:  &gofs.StableAttr{Ino: nodes.Ino(rootInfo)},
-		Logger:          logger,
-	}
+	// The server clears set-id bits itself (killPriv), as the options'
+	// HANDLE_KILLPRIV_V2 has it; "draftfs" is mounts.FsType's.
+	fopts := mountopts.Options("draftfs", mounts.Source(opts.StateDir, d.Name()), opts.Debug, log.New(logWriter(s.logf), "", 0))
+	fopts.AllowOther = opts.AllowOther
+	fopts.RootStableAttr = &gofs.StableAttr{Ino: nodes.Ino(rootInfo)}
 	// Subscribe before serving, so no change after the first request
 	// is missed.
 	s.sub = d.Workspace().SubscribeFollowed()
@@ -241,14 +213,11 @@ func Mount(mountpoint string, d *overlay.Draft, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// maxRequest is the most data one READ or WRITE carries.
-const maxRequest = 1 << 20
-
 // readaheadKiB is how far the kernel reads ahead of a sequential reader
 // of the mount: each READ is a round trip, so a window of the largest
 // READ instead of the kernel's 128 KiB default makes cold sequential
 // reads faster (figures in the README's Benchmarks section).
-const readaheadKiB = maxRequest >> 10
+const readaheadKiB = mountopts.MaxRequest >> 10
 
 // checkMountpoint refuses a mount point that is not a directory, or lies
 // inside the workspace or contains it: the server reads the workspace

@@ -48,10 +48,10 @@ func tuneGC() {
 
 // followLiveHeap sets the memory limit to gcLimit of the live heap after
 // every collection, for as long as gen is the current chain (heavyWork
-// stops it while it has the limit lifted): a large draft's metadata alone can come
-// near memoryLimit (120 MB for 60,000 files), and a limit at the live
-// heap has the collector run without a pause, taking the CPU the
-// requests need.
+// stops it while it has the limit lifted): a large draft's metadata
+// alone can come near memoryLimit (120 MB for 60,000 files), and a limit
+// at the live heap has the collector run without a pause, taking the
+// CPU the requests need.
 func followLiveHeap(gen int) {
 	type sentinel struct{ _ [16]byte } // not a tiny allocation: collected alone
 	runtime.SetFinalizer(new(sentinel), func(*sentinel) {
@@ -68,10 +68,10 @@ func followLiveHeap(gen int) {
 // heavyWork lifts the memory limit by heavyHeadroom until end is called,
 // for a request that allocates in proportion to the draft (a commit,
 // undo, discard or rewind of 10,000 files allocates a few hundred MB)
-// and for a burst of writes through a mount.
-// Under the limit alone, with a large live heap (the nodes of 100,000
-// files the kernel keeps referenced) each collection marks all of it
-// every few tens of MB allocated: a 10,000-file commit spent 40% of its
+// and for a burst of writes through a mount. Under the limit alone,
+// with a large live heap (the nodes of 100,000 files the kernel keeps
+// referenced) each collection marks all of it every few tens of MB
+// allocated: a 10,000-file commit spent 40% of its
 // CPU collecting (README, Commit, status and scale). At the end a
 // collection returns the memory the work took to the system, in the
 // background, and then the limit and its following of the live heap

@@ -28,6 +28,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/fusefs/internal/mountopts"
 	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 )
@@ -51,33 +53,11 @@ func main() {
 	serve()
 }
 
-// cacheTimeout is the draftfs mount's (fusefs).
-const cacheTimeout = time.Hour
-
 // mount serves a new, empty memory file system at dir, as fusefs serves
 // a draft, and returns what serves it until it is unmounted.
 func mount(dir string, debug, ring bool) (serve func(), err error) {
-	timeout := cacheTimeout
 	logger := log.New(os.Stderr, "", 0)
-	opts := &fs.Options{
-		MountOptions: fuse.MountOptions{
-			FsName:               "memfs",
-			Name:                 "memfs",
-			Options:              []string{"default_permissions"},
-			DirectMount:          os.Geteuid() == 0,
-			IgnoreSecurityLabels: true,
-			DisableSplice:        true,
-			MaxWrite:             1 << 20,
-			ExtraCapabilities:    fuse.CAP_HANDLE_KILLPRIV_V2,
-			Debug:                debug,
-			Logger:               logger,
-		},
-		EntryTimeout:    &timeout,
-		AttrTimeout:     &timeout,
-		NegativeTimeout: &timeout,
-		NullPermissions: true,
-		Logger:          logger,
-	}
+	opts := mountopts.Options("memfs", "memfs", debug, logger)
 	raw := rawFS{noopendir.FS{RawFileSystem: fs.NewNodeFS(newNode(syscall.S_IFDIR|0o755), opts)}}
 	dev, mountArg, err := uring.PrepareMount(dir, &opts.MountOptions, ring)
 	if err != nil {
@@ -86,7 +66,7 @@ func mount(dir string, debug, ring bool) (serve func(), err error) {
 	srv, err := fuse.NewServer(raw, mountArg, &opts.MountOptions)
 	if err != nil {
 		if dev >= 0 {
-			syscall.Close(dev)
+			mounts.UnmountFUSE(dir)
 		}
 		return nil, err
 	}
