@@ -28,8 +28,8 @@ run), ACP (draftfs acp) or MCP (draftfs mcp). You review with status and
 diff, then commit, discard or undo.
 
 Exit status: 0 success, 1 refused (conflicts, nothing to undo, a bad
-path), 2 usage error, 70 a daemon stopped by a bug (its draft is
-recovered from its journal at the next start).`,
+path), 2 usage error, 70 a daemon or draftfs mcp stopped by a bug (its
+draft is recovered from its journal at the next start).`,
 	Example: `  draftfs serve --mount /tmp/view     # daemon with the merged view at /tmp/view
   draftfs run -- make test            # run a command on the merged view
   draftfs status                      # what the agents changed

@@ -28,7 +28,8 @@ The tools reach the ALLOWED_DIRs (default: the workspace), which must lie
 inside the workspace; a client that has MCP roots replaces them with its
 roots. Files are also resources (file:// URIs) a client can subscribe to.
 Files over 10 MiB are not read whole; a message over 64 MiB is answered
-with an error and skipped.
+with an error and skipped. A tool that panics (a bug) is answered with a
+tool error naming it, and then draftfs mcp exits with status 70.
 
 It uses the workspace's running daemon, or serves the workspace itself
 while it runs, so draftfs status and editors still reach it.`,
@@ -44,6 +45,10 @@ while it runs, so draftfs status and editors still reach it.`,
 		s, err := mcp.New(f, mcp.Options{Dirs: dirs, Version: version(), Log: os.Stderr,
 			Step: func(client, label string) func() {
 				return step(overlay.Author{Source: overlay.SourceMCP, Name: client}, label, nil)
+			},
+			Fatal: func(err error) {
+				logf("%v. This is a bug; draftfs mcp stops, as it may have left the draft locked. Nothing written is lost: the draft's journal is recovered when draftfs next opens it.", err)
+				exitAfterBug()
 			}})
 		if err != nil {
 			return err

@@ -51,6 +51,10 @@ type Options struct {
 	// the draft's timeline by the client (its clientInfo name): it is
 	// called as the call begins and what it returns as it ends.
 	Step func(client, label string) (end func())
+	// Fatal, when set, is called once the answer to a tool call whose
+	// handler panicked has been sent (a bug; see bug.go): draftfs mcp
+	// exits. Without it the server answers and serves on.
+	Fatal func(err error)
 }
 
 // Server serves the merged view of one draft as MCP tools and resources.
@@ -83,6 +87,7 @@ type Server struct {
 	subs subscriptions
 	// large holds what the stdio transport took out of messages.
 	large *largeArgs
+	bugs  bugs
 }
 
 // New returns a server over f.
@@ -95,6 +100,7 @@ func New(f agent.Files, opts Options) (*Server, error) {
 		step:      opts.Step,
 		rootsDone: closedChan(),
 		large:     newLargeArgs(),
+		bugs:      bugs{fatal: opts.Fatal},
 	}
 	if s.max <= 0 {
 		s.max = DefaultMaxFileSize
@@ -157,7 +163,7 @@ func closedChan() chan struct{} {
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	stop := s.watch()
 	defer stop()
-	return s.sdk.Run(ctx, t)
+	return s.sdk.Run(ctx, bugTransport{t, &s.bugs})
 }
 
 // RunStdio is Run on stdin and stdout, with messages up to
@@ -336,13 +342,13 @@ func (s *Server) unknownTools(next sdk.MethodHandler) sdk.MethodHandler {
 }
 
 // handler runs a tool: arguments checked, roots settled, changes
-// serialised, errors and even panics turned into tool errors so that bad
-// input never ends the server.
+// serialised, errors turned into tool errors so that bad input never
+// ends the server, and a panic (a bug) answered as one too (see bug.go).
 func (s *Server) handler(t *tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				res, err = errorResult(fmt.Sprintf("internal error in %s: %v", t.name, r)), nil
+				res, err = s.caught(t.name, r), nil
 			}
 		}()
 		if err := s.waitRoots(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -333,6 +334,45 @@ func TestPanicIsToolError(t *testing.T) {
 	e.fails("read_text_file", m("path", "a.txt"), "internal error in read_text_file: boom")
 	if got := e.ok("list_directory", m("path", "sub")); !strings.Contains(got, "[FILE] y.ts") {
 		t.Errorf("after the panic: %q", got)
+	}
+}
+
+// TestPanicIsFatal: with Options.Fatal, a tool that panics answers with
+// an error naming the bug, and Fatal is called once that answer is sent,
+// once only; other tool errors are no bug.
+func TestPanicIsFatal(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "tree")
+	makeTree(t, root)
+	ws, d, f := openView(t, root, filepath.Join(base, "state"))
+	fatal := make(chan error, 2)
+	e := serveEnv(t, root, ws, d, panicky{f}, withOptions(func(o *Options) {
+		o.Fatal = func(err error) { fatal <- err }
+	}))
+	e.fails("list_directory", m("path", "missing"), "ENOENT")
+	select {
+	case err := <-fatal:
+		t.Fatalf("Fatal after a tool error: %v", err)
+	default:
+	}
+	text := e.fails("read_text_file", m("path", "a.txt"), "internal error in read_text_file: boom")
+	id := regexp.MustCompile(`bug [0-9a-f]{8}`).FindString(text)
+	if id == "" || !strings.Contains(text, "draftfs mcp stops") {
+		t.Errorf("the answer does not name the bug or say the server stops: %q", text)
+	}
+	select {
+	case err := <-fatal:
+		if err.Error() != "internal error in read_text_file: boom" {
+			t.Errorf("Fatal(%v)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Fatal was not called after the answer")
+	}
+	e.fails("read_text_file", m("path", "a.txt"), "internal error in read_text_file: boom")
+	select {
+	case err := <-fatal:
+		t.Errorf("Fatal called again: %v", err)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
 
