@@ -80,6 +80,7 @@ func (d *Draft) openDisk(key, name string) afero.File {
 		fd.Close()
 		return nil
 	}
+	d.w.ahead.note(w.lower)
 	i := infoFrom(baseOf(key), w.lower, fi)
 	d.distinct(i, w.lower)
 	ino, pin := i.attr.Ino, uint64(0)
@@ -134,6 +135,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 	// O_NONBLOCK: opening a named pipe would wait for a writer.
 	disk, err := d.diskOpen(p.w.lower, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err == nil {
+		d.w.ahead.note(p.w.lower)
 		lf.disk, lf.seq = disk, disk
 		if dfi, err := disk.Stat(); err == nil {
 			if st, ok := dfi.Sys().(*syscall.Stat_t); ok {

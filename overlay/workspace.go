@@ -65,6 +65,7 @@ type Workspace struct {
 	feed     feed
 	stopBufs func()
 	watcher  *watcher
+	ahead    *readahead // nil unless osDisk: see readahead.go
 
 	mu     sync.Mutex // protects the following
 	drafts map[string]*Draft
@@ -133,6 +134,9 @@ func open(opts Options, disk afero.Fs) (*Workspace, error) {
 		bufs:     opts.Buffers,
 		drafts:   map[string]*Draft{},
 	}
+	if dir != nil && !opts.ReadOnly {
+		w.ahead = newReadahead(dir)
+	}
 	w.stopBufs = w.bufs.Watch(func(ev buffers.Event) {
 		w.feed.publish(Change{Path: ev.Path, Kind: ChangeBuffer, Source: SourceEditor})
 	})
@@ -140,6 +144,9 @@ func open(opts Options, disk afero.Fs) (*Workspace, error) {
 		w.watcher, err = newWatcher(w, opts.WatchAfter)
 		if err != nil {
 			w.stopBufs()
+			if w.ahead != nil {
+				w.ahead.stop()
+			}
 			if dir != nil {
 				dir.Close()
 			}
@@ -259,6 +266,9 @@ func (w *Workspace) Close() error {
 		if err := d.close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if w.ahead != nil {
+		w.ahead.stop()
 	}
 	if w.dir != nil {
 		w.dir.Close()
