@@ -4,6 +4,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,6 +40,10 @@ type readahead struct {
 	queue chan string
 	done  chan struct{}
 
+	// closed is set by stop: what is still queued is dropped, and a
+	// read after it queues nothing.
+	closed atomic.Bool
+
 	mu   sync.Mutex
 	last map[string]time.Time // when each directory was last queued
 }
@@ -52,7 +57,10 @@ func newReadahead(root *beneath.Root) *readahead {
 
 // stop ends the reading ahead, waiting for the directory being read.
 func (r *readahead) stop() {
+	r.mu.Lock()
+	r.closed.Store(true)
 	close(r.queue)
+	r.mu.Unlock()
 	<-r.done
 }
 
@@ -66,7 +74,7 @@ func (r *readahead) note(key string) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t, ok := r.last[dir]; ok && now.Sub(t) < aheadAgain {
+	if t, ok := r.last[dir]; r.closed.Load() || ok && now.Sub(t) < aheadAgain {
 		return
 	}
 	if len(r.last) >= 4*aheadQueue {
@@ -86,7 +94,9 @@ func (r *readahead) note(key string) {
 func (r *readahead) run() {
 	defer close(r.done)
 	for dir := range r.queue {
-		r.dir(dir)
+		if !r.closed.Load() {
+			r.dir(dir)
+		}
 	}
 }
 
