@@ -308,7 +308,7 @@ func (f *lowerFile) Stat() (fs.FileInfo, error) {
 func (f *lowerFile) stat() (fs.FileInfo, error) {
 	f.source() // switches to the draft's copy if there is one now
 	f.src.Lock()
-	data := f.data
+	data, editors := f.data, f.disk == nil || f.savedIno != 0
 	f.src.Unlock()
 	if data != nil {
 		return f.d.handleInfo(baseOf(f.key), f.ino, data)
@@ -316,7 +316,7 @@ func (f *lowerFile) stat() (fs.FileInfo, error) {
 	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
 	if err == nil {
 		ino := f.ino
-		if f.disk == nil {
+		if editors {
 			ino = 0 // an editor's file gets the disk's number once saved
 		}
 		if !f.d.lowerNamed(f.lower, ino) {

@@ -92,3 +92,34 @@ func TestEditorFileSavedThenCopiedUp(t *testing.T) {
 		})
 	}
 }
+
+// TestEditorFileSavedStillNamed: a read handle on a file only an editor
+// had, saved since, is still the file at its path (link count 1) after
+// its first read since the save, which opens the disk file: the file
+// took the disk's number then, not the number it had in the editor.
+// Found by TestModel/buffers (seed 1795774310609681251).
+func TestEditorFileSavedStillNamed(t *testing.T) {
+	for _, read := range []bool{false, true} {
+		e := newViewEnv(t, map[string]string{"keep": "k"})
+		text := "an editor's new file, saved\n"
+		must(t, e.bufs.Open("g", 1, []byte(text)))
+		h, err := e.v.Open("g")
+		must(t, err)
+		defer h.Close()
+		must(t, os.WriteFile(filepath.Join(e.root, "g"), []byte(text), 0o644))
+		must(t, e.bufs.Save("g"))
+		if read {
+			buf := make([]byte, 64)
+			if n, _ := h.ReadAt(buf, 0); string(buf[:n]) != text {
+				t.Fatalf("read after the save: %q", buf[:n])
+			}
+		}
+		if fi, err := h.Stat(); err != nil || attrOf(t, fi).Nlink != 1 {
+			t.Fatalf("read since the save %v: stat of the handle: %v, %v; want link count 1", read, fi, err)
+		}
+		must(t, e.v.Remove("g"))
+		if fi, err := h.Stat(); err != nil || attrOf(t, fi).Nlink != 0 {
+			t.Fatalf("read since the save %v: stat of the handle once removed: %v, %v; want link count 0", read, fi, err)
+		}
+	}
+}
