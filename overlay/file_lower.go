@@ -49,6 +49,9 @@ type lowerFile struct {
 	seq    afero.File
 	seqOff int64
 	data   *os.File // the draft's copy, once there is one
+	// dataIno is data's inode number: ino, or savedIno for the copy of
+	// the disk file an editor's file was saved to.
+	dataIno uint64
 	// savedIno is, for a file only an editor had at the open, the inode
 	// number of the disk file it was saved to, once read: a copy-up of
 	// that file is this handle's too.
@@ -96,8 +99,8 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 			}
 		}
 	}
-	if data := f.copiedUp(); data != nil {
-		f.data = data
+	if data, ino := f.copiedUp(); data != nil {
+		f.data, f.dataIno = data, ino
 		return data
 	}
 	if s, ok := f.d.dirtyBuffer(f.lower); ok {
@@ -119,9 +122,9 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 				f.savedIno = st.Ino
 			}
 		}
-		if data := f.copiedUp(); data != nil {
+		if data, ino := f.copiedUp(); data != nil {
 			// Copied up since the save, before this first read.
-			f.data = data
+			f.data, f.dataIno = data, ino
 			return data
 		}
 	}
@@ -134,8 +137,9 @@ func (f *lowerFile) sourceLocked() io.ReaderAt {
 // to since), and stays this file's after an unlink (orphaned while
 // open). A draft copy that was there at the open (discarded, or moved
 // to another path, or put back there by an undo) is not this handle's:
-// the path showed the disk. Must be called with f.src held.
-func (f *lowerFile) copiedUp() *os.File {
+// the path showed the disk. It returns the copy's number too. Must be
+// called with f.src held.
+func (f *lowerFile) copiedUp() (*os.File, uint64) {
 	for _, ino := range []uint64{f.ino, f.savedIno} {
 		if ino == 0 {
 			continue
@@ -153,9 +157,9 @@ func (f *lowerFile) copiedUp() *os.File {
 			data.Close()
 			continue
 		}
-		return data
+		return data, ino
 	}
-	return nil
+	return nil, 0
 }
 
 func (f *lowerFile) ReadAt(p []byte, off int64) (int, error) {
@@ -308,10 +312,10 @@ func (f *lowerFile) Stat() (fs.FileInfo, error) {
 func (f *lowerFile) stat() (fs.FileInfo, error) {
 	f.source() // switches to the draft's copy if there is one now
 	f.src.Lock()
-	data, editors := f.data, f.disk == nil || f.savedIno != 0
+	data, dataIno, editors := f.data, f.dataIno, f.disk == nil || f.savedIno != 0
 	f.src.Unlock()
 	if data != nil {
-		return f.d.handleInfo(baseOf(f.key), f.ino, data)
+		return f.d.handleInfo(baseOf(f.key), dataIno, data)
 	}
 	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
 	if err == nil {

@@ -96,8 +96,9 @@ func TestEditorFileSavedThenCopiedUp(t *testing.T) {
 // TestEditorFileSavedStillNamed: a read handle on a file only an editor
 // had, saved since, is still the file at its path (link count 1) after
 // its first read since the save, which opens the disk file: the file
-// took the disk's number then, not the number it had in the editor.
-// Found by TestModel/buffers (seed 1795774310609681251).
+// took the disk's number then, not the number it had in the editor; so
+// is the draft's copy of it. Found by TestModel/buffers (seeds
+// 1795774310609681251 and 1795774992568071082).
 func TestEditorFileSavedStillNamed(t *testing.T) {
 	for _, read := range []bool{false, true} {
 		e := newViewEnv(t, map[string]string{"keep": "k"})
@@ -116,6 +117,15 @@ func TestEditorFileSavedStillNamed(t *testing.T) {
 		}
 		if fi, err := h.Stat(); err != nil || attrOf(t, fi).Nlink != 1 {
 			t.Fatalf("read since the save %v: stat of the handle: %v, %v; want link count 1", read, fi, err)
+		}
+		// The view writes it: the handle reads the draft's copy, which
+		// has the disk file's number, and is still the file at g.
+		mustWrite(t, e.v, "g", "rewritten\n")
+		fi, err := h.Stat()
+		vfi, verr := e.v.Lstat("g")
+		if err != nil || verr != nil || attrOf(t, fi).Nlink != 1 || attrOf(t, fi).Ino != attrOf(t, vfi).Ino {
+			t.Fatalf("read since the save %v: stat of the handle once copied up: %v, %v (the view: %v, %v); want link count 1, the view's number",
+				read, fi, err, vfi, verr)
 		}
 		must(t, e.v.Remove("g"))
 		if fi, err := h.Stat(); err != nil || attrOf(t, fi).Nlink != 0 {
