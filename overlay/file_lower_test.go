@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/spf13/afero"
 )
 
 // TestEditorFileHandleUnlinked: a read handle on a file only an editor
@@ -52,6 +54,30 @@ func TestEditorFileHandleUnlinked(t *testing.T) {
 	})
 }
 
+// savedText is the file savedEditorFile makes.
+const savedText = "an editor's new file, saved\n"
+
+// savedEditorFile opens a read handle on g, a file only an editor has,
+// which the editor then saves (savedText); with read, the handle reads
+// it once since the save.
+func savedEditorFile(t *testing.T, read bool) (*viewEnv, afero.File) {
+	t.Helper()
+	e := newViewEnv(t, map[string]string{"keep": "k"})
+	must(t, e.bufs.Open("g", 1, []byte(savedText)))
+	h, err := e.v.Open("g")
+	must(t, err)
+	t.Cleanup(func() { h.Close() })
+	must(t, os.WriteFile(filepath.Join(e.root, "g"), []byte(savedText), 0o644))
+	must(t, e.bufs.Save("g"))
+	if read {
+		buf := make([]byte, 64)
+		if n, _ := h.ReadAt(buf, 0); string(buf[:n]) != savedText {
+			t.Fatalf("read after the save: %q", buf[:n])
+		}
+	}
+	return e, h
+}
+
 // TestEditorFileSavedThenCopiedUp: a read handle on a file only an
 // editor had follows it once saved, into the draft's copy when the view
 // changes it (before or after the handle's first read since the save,
@@ -61,21 +87,9 @@ func TestEditorFileSavedThenCopiedUp(t *testing.T) {
 	for _, order := range []string{"copied up before a read", "read, then copied up", "changed again, then copied up"} {
 		readFirst := order == "read, then copied up"
 		t.Run(order, func(t *testing.T) {
-			e := newViewEnv(t, map[string]string{"keep": "k"})
-			text := "an editor's new file, saved\n"
-			must(t, e.bufs.Open("g", 1, []byte(text)))
-			h, err := e.v.Open("g")
-			must(t, err)
-			defer h.Close()
-			must(t, os.WriteFile(filepath.Join(e.root, "g"), []byte(text), 0o644))
-			must(t, e.bufs.Save("g"))
+			e, h := savedEditorFile(t, readFirst)
 			buf := make([]byte, 64)
-			if readFirst {
-				if n, _ := h.ReadAt(buf, 0); string(buf[:n]) != text {
-					t.Fatalf("read after the save: %q", buf[:n])
-				}
-			}
-			want := text[:5]
+			want := savedText[:5]
 			if order == "changed again, then copied up" {
 				// The buffer hides the saved file again (the handle
 				// has not opened it yet), and the copy-up takes its
@@ -101,20 +115,7 @@ func TestEditorFileSavedThenCopiedUp(t *testing.T) {
 // 1795774310609681251 and 1795774992568071082).
 func TestEditorFileSavedStillNamed(t *testing.T) {
 	for _, read := range []bool{false, true} {
-		e := newViewEnv(t, map[string]string{"keep": "k"})
-		text := "an editor's new file, saved\n"
-		must(t, e.bufs.Open("g", 1, []byte(text)))
-		h, err := e.v.Open("g")
-		must(t, err)
-		defer h.Close()
-		must(t, os.WriteFile(filepath.Join(e.root, "g"), []byte(text), 0o644))
-		must(t, e.bufs.Save("g"))
-		if read {
-			buf := make([]byte, 64)
-			if n, _ := h.ReadAt(buf, 0); string(buf[:n]) != text {
-				t.Fatalf("read after the save: %q", buf[:n])
-			}
-		}
+		e, h := savedEditorFile(t, read)
 		if fi, err := h.Stat(); err != nil || attrOf(t, fi).Nlink != 1 {
 			t.Fatalf("read since the save %v: stat of the handle: %v, %v; want link count 1", read, fi, err)
 		}
