@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"errors"
 	"io"
 	"runtime"
 	"sync"
@@ -108,7 +109,7 @@ func (r *readahead) dir(key string) {
 	}
 	defer d.Close()
 	entries, err := d.ReadDir(aheadDirFiles)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return
 	}
 	fd := int(d.Fd())
