@@ -36,13 +36,16 @@ type lowerFile struct {
 	// pin is the disk number whose recorded birth gave the object number
 	// ino, kept while the handle is open (see pinBirth); 0: none.
 	pin uint64
+	// editorOnly: only an editor had the file at the open (no disk file).
+	// Saved since, the file has the disk's number, not ino.
+	editorOnly bool
 
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
 
 	src  sync.Mutex // protects the following
 	off  int64
-	disk afero.File // nil for a file that was only an editor buffer
+	disk afero.File // nil for an editor's file until it is read once saved
 	text []byte     // such a file's text as last read
 	// seq is the file Read last read from (the disk file when opened)
 	// and seqOff its own offset.
@@ -312,7 +315,7 @@ func (f *lowerFile) Stat() (fs.FileInfo, error) {
 func (f *lowerFile) stat() (fs.FileInfo, error) {
 	f.source() // switches to the draft's copy if there is one now
 	f.src.Lock()
-	data, dataIno, editors := f.data, f.dataIno, f.disk == nil || f.savedIno != 0
+	data, dataIno := f.data, f.dataIno
 	f.src.Unlock()
 	if data != nil {
 		return f.d.handleInfo(baseOf(f.key), dataIno, data)
@@ -320,7 +323,7 @@ func (f *lowerFile) stat() (fs.FileInfo, error) {
 	fi, err := f.d.lowerStat(baseOf(f.key), f.lower)
 	if err == nil {
 		ino := f.ino
-		if editors {
+		if f.editorOnly {
 			ino = 0 // an editor's file gets the disk's number once saved
 		}
 		if !f.d.lowerNamed(f.lower, ino) {

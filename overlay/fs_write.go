@@ -143,7 +143,7 @@ func (d *Draft) openRead(key, name string) (afero.File, error) {
 			}
 		}
 	} else if s, ok := d.dirtyBuffer(p.w.lower); ok {
-		lf.text = s.Text
+		lf.text, lf.editorOnly = s.Text, true
 	} else {
 		return nil, &fs.PathError{Op: "open", Path: "/" + key, Err: errors.Unwrap(err)}
 	}

@@ -37,12 +37,13 @@ type bugs struct {
 // logs it with the stack.
 func (s *Server) caught(tool string, p any) *sdk.CallToolResult {
 	fmt.Fprintf(s.log, "draftfs mcp: panic in %s: %v\n%s", tool, p, debug.Stack())
+	err := fmt.Errorf("internal error in %s: %v", tool, p)
 	if s.bugs.fatal == nil {
-		return errorResult(fmt.Sprintf("internal error in %s: %v", tool, p))
+		return errorResult(err.Error())
 	}
 	id := make([]byte, 4)
 	rand.Read(id)
-	b := &bug{err: fmt.Errorf("internal error in %s: %v", tool, p), id: []byte("bug " + hex.EncodeToString(id))}
+	b := &bug{err: err, id: []byte("bug " + hex.EncodeToString(id))}
 	s.bugs.pending.CompareAndSwap(nil, b)
 	return errorResult(fmt.Sprintf("%v (%s: draftfs mcp stops, as it may have left the draft locked; "+
 		"nothing written is lost, and the next draftfs command recovers the draft; restart the MCP server)", b.err, b.id))
