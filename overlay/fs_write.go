@@ -241,6 +241,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 		if fd, err = d.newData(n, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC); err != nil {
 			return 0, nil, err
 		}
+		t.made = ino
 	}
 	t.putEntry(key, e)
 	t.putInode(ino, n)
@@ -289,7 +290,7 @@ func (d *Draft) finish(t *txn) error {
 	now := time.Now().UnixNano()
 	for ino, c := range counts {
 		if c > 0 {
-			if c != d.links[ino] {
+			if c != d.links[ino] && ino != t.made {
 				// A name more or less: the inode changed.
 				if n := d.stagedInode(t, ino); n != nil {
 					d.inodeChanged(ino, n, now)

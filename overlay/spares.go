@@ -69,8 +69,8 @@ type spares struct {
 	mu     sync.Mutex // protects the following
 	closed bool
 	files  []uint64 // the spares' numbers
-	kept   []int64  // the bytes each still holds on disk (see smallSpare)
-	keptN  int64    // their sum
+	kept   []int64  // the bytes each still holds on disk (see smallSpare), -1 if not known
+	keptN  int64    // the sum of those known
 	next   uint64   // the number the next new numbered file takes
 	taken  uint64   // data files taken since the draft opened
 	fresh  uint64   // of those, made new (no spare was left)
@@ -103,16 +103,16 @@ func (s *spares) keep(f uint64) bool {
 	if len(s.files) == maxSpares {
 		return false
 	}
-	s.add(f, 0) // what it holds goes when it is taken
+	s.add(f, -1) // what it holds goes when it is taken
 	return true
 }
 
-// add keeps numbered file f, which holds kept bytes on disk, as a spare.
-// Must be called with s.mu held.
+// add keeps numbered file f, which holds kept bytes on disk (-1: not
+// known), as a spare. Must be called with s.mu held.
 func (s *spares) add(f uint64, kept int64) {
 	s.files = append(s.files, f)
 	s.kept = append(s.kept, kept)
-	s.keptN += kept
+	s.keptN += max(kept, 0)
 }
 
 // close stops retire: the draft's data directory is closed after it,
@@ -128,19 +128,20 @@ func (s *spares) close() {
 
 // take returns the number of a data file for a new file: a spare's, or
 // a new number (false) whose file the caller creates. A spare may still
-// have content (see openSpares): the caller truncates it.
-func (s *spares) take() (uint64, bool) {
+// have content (see smallSpare, collectGarbage): empty reports that it
+// has none, else the caller truncates it.
+func (s *spares) take() (f uint64, spare, empty bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.taken++
 	if n := len(s.files); n > 0 {
-		f := s.files[n-1]
-		s.files, s.keptN, s.kept = s.files[:n-1], s.keptN-s.kept[n-1], s.kept[:n-1]
-		return f, true
+		f, kept := s.files[n-1], s.kept[n-1]
+		s.files, s.keptN, s.kept = s.files[:n-1], s.keptN-max(kept, 0), s.kept[:n-1]
+		return f, true, kept == 0
 	}
 	s.next++
 	s.fresh++
-	return s.next - 1, false
+	return s.next - 1, false, false
 }
 
 // aheadMax bounds the spares made ahead (see makeAhead).
@@ -245,9 +246,14 @@ func (d *Draft) newData(n *inode, flag int) (*os.File, error) {
 	if d.spare == nil {
 		return nil, fmt.Errorf("%s: %w", d.st.path, errReadOnly)
 	}
-	f, spare := d.spare.take()
+	f, spare, empty := d.spare.take()
 	if !spare {
 		flag |= os.O_EXCL // a new number's file is new
+	}
+	if empty {
+		// Truncating an empty file still journals its inode; the times
+		// are set below.
+		flag &^= os.O_TRUNC
 	}
 	name := fileName(f)
 	fd, err := d.openData(name, flag, dataPerm)
@@ -261,8 +267,8 @@ func (d *Draft) newData(n *inode, flag int) (*os.File, error) {
 	if !spare {
 		return fd, nil
 	}
-	// Its times are a new file's: O_TRUNC moved the mtime and ctime
-	// only.
+	// Its times are a new file's (O_TRUNC moves the mtime and ctime
+	// only).
 	now := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 	if err := unix.UtimesNanoAt(d.data, name, now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		fd.Close()

@@ -104,7 +104,7 @@ func TestSparesRetireNoReplace(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, fileName(2))); err != nil || string(b) != "gone" {
 		t.Fatalf("the retired file is not %s, as it was (small): %q, %v", fileName(2), b, err)
 	}
-	if f, spare := s.take(); !spare || f != 2 {
+	if f, spare, _ := s.take(); !spare || f != 2 {
 		t.Errorf("take gave %d (spare %v), want the spare 2", f, spare)
 	}
 }

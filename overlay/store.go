@@ -180,6 +180,9 @@ type txn struct {
 	entries map[string]*entry // nil value: delete
 	inodes  map[uint64]*inode // nil value: delete
 	nextIno uint64            // 0: unchanged
+	// made is an inode t makes with its data file, whose ctime that
+	// making set (0: none).
+	made    uint64
 	log     []LogEntry
 	commits map[uint64]*commitRecord // nil value: delete
 	// reserved: the change may use the space kept aside for it when the
