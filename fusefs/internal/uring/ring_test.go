@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,33 @@ func TestRingBlockedRequest(t *testing.T) {
 	close(fs.slow)
 	if err := slow.Wait(); err == nil || !strings.Contains(slowErr.String(), "No such file") {
 		t.Fatalf("slow stat: %v (%s), want no such file", err, slowErr.String())
+	}
+}
+
+// TestRingWorkersFollowCallers: a burst of callers starts about as many
+// workers as there are callers, not a queue's limit. On one P, as the
+// daemon runs, a new worker registers only once the handlers let it
+// have the P; every request taken meanwhile found no idle worker, and
+// each started another (20 callers of git status started 128 a queue).
+func TestRingWorkersFollowCallers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	fs := &toyFS{ring: true, busy: time.Millisecond}
+	mnt := toyMount(t, fs, 1)
+	const callers = 32
+	script := `for j in $(seq ` + fmt.Sprint(callers) + `); do
+	(for i in $(seq 20); do stat "$0/file" >/dev/null || exit 1; done) &
+done
+wait`
+	if out, err := exec.Command("/bin/sh", "-c", script, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("stats: %v\n%s", err, out)
+	}
+	workers := 0
+	for i := range fs.server.count {
+		workers += int(fs.server.count[i].Load())
+	}
+	queues := len(fs.server.count)
+	t.Logf("%d workers on %d queues after %d callers", workers, queues, callers)
+	if limit := callers + 2*queues; workers > limit {
+		t.Fatalf("%d workers for %d callers on %d queues, want at most %d", workers, callers, queues, limit)
 	}
 }

@@ -107,11 +107,14 @@ type Server struct {
 	handler Handler
 	payload int
 	idle    []atomic.Int32 // per queue: workers waiting for a request
-	count   []atomic.Int32 // per queue: workers started
-	wg      sync.WaitGroup
-	done    chan struct{} // closed once every worker ended and dev is closed
-	errMu   sync.Mutex
-	err     error
+	// starting counts per queue the workers started whose entry is not
+	// registered yet: while one is, no other starts (see runWorker).
+	starting []atomic.Int32
+	count    []atomic.Int32 // per queue: workers started
+	wg       sync.WaitGroup
+	done     chan struct{} // closed once every worker ended and dev is closed
+	errMu    sync.Mutex
+	err      error
 
 	// ctlDone is closed when the reader Control started has ended.
 	ctlDone chan struct{}
@@ -152,7 +155,7 @@ func Serve(dev int, workers, maxPayload int, h Handler) (*Server, error) {
 		return nil, fmt.Errorf("fuse over io_uring: dup /dev/fuse: %w", err)
 	}
 	s := &Server{dev: own, handler: h, payload: max(maxPayload, 8192), done: make(chan struct{}),
-		idle: make([]atomic.Int32, n), count: make([]atomic.Int32, n)}
+		idle: make([]atomic.Int32, n), starting: make([]atomic.Int32, n), count: make([]atomic.Int32, n)}
 	ready := make(chan error, n*workers)
 	for qid := range n {
 		for range workers {
@@ -240,13 +243,28 @@ func (s *Server) start(qid uint16, ready chan<- error) {
 		s.count[qid].Add(-1)
 		return
 	}
+	s.starting[qid].Add(1)
 	s.wg.Add(1)
 	go s.runWorker(qid, ready)
 }
 
+// runWorker serves queue qid on one entry. When it takes the queue's
+// last idle entry's request it starts another worker, unless one is
+// starting: a new worker needs the daemon's one P to register, and with
+// handlers holding it every request taken meanwhile found no idle
+// worker, so that a burst of 20 callers (git status's threads) started
+// the 128 a queue may have.
 func (s *Server) runWorker(qid uint16, ready chan<- error) {
 	defer s.wg.Done()
 	defer s.count[qid].Add(-1)
+	started := true // counted in starting
+	settle := func() {
+		if started {
+			started = false
+			s.starting[qid].Add(-1)
+		}
+	}
+	defer settle()
 	// The ring is single-issuer with deferred task work: the kernel
 	// copies requests in while this very thread waits in io_uring_enter.
 	// The thread is never unlocked, so it exits with the goroutine.
@@ -281,6 +299,7 @@ func (s *Server) runWorker(qid uint16, ready chan<- error) {
 		return
 	}
 	s.idle[qid].Add(1)
+	settle()
 	live := true
 	var regErr error
 	registering := true
@@ -298,7 +317,7 @@ func (s *Server) runWorker(qid uint16, ready chan<- error) {
 			}
 			return
 		}
-		if s.idle[qid].Add(-1) == 0 {
+		if s.idle[qid].Add(-1) == 0 && s.starting[qid].Load() == 0 {
 			s.start(qid, nil)
 		}
 		s.answer(r, e, qid)

@@ -27,6 +27,8 @@ type toyFS struct {
 	minor        uint32
 	// slow, when set, holds a LOOKUP of "slow" until it is closed.
 	slow chan struct{}
+	// busy is how long a LOOKUP of "file" computes, holding its P
+	busy time.Duration
 	// workers each ring queue starts with; 0: 2
 	workers int
 	// server serves the ring, once toyMount started it
@@ -73,6 +75,8 @@ func (t *toyFS) serve(req *Request, out []byte) (int, syscall.Errno) {
 		name, _, _ := bytes.Cut(req.Payload, []byte{0})
 		if string(name) == "slow" && t.slow != nil {
 			<-t.slow
+		}
+		for start := time.Now(); string(name) == "file" && time.Since(start) < t.busy; {
 		}
 		if in.NodeId != fuse.FUSE_ROOT_ID || string(name) != "file" {
 			return 0, syscall.ENOENT
