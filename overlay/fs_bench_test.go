@@ -257,6 +257,35 @@ func BenchmarkCreateLikeTar(b *testing.B) {
 	}
 }
 
+// BenchmarkSetattrLikeTar runs each of the three SETATTRs tar sends for
+// a file it made (its times, a chown to the owner it has, its mode) on
+// a file of the draft, the last one changed, as tar's are: the engine's
+// share of each, without FUSE.
+func BenchmarkSetattrLikeTar(b *testing.B) {
+	e := newViewEnv(b, map[string]string{"src/keep": "x"})
+	uid, gid := os.Getuid(), os.Getgid()
+	for _, c := range []struct {
+		name  string
+		attrs func(i int) overlay.Attrs
+	}{
+		{"times", func(int) overlay.Attrs { now := time.Now(); return overlay.Attrs{Atime: &now, Mtime: &now} }},
+		{"chown-same", func(int) overlay.Attrs { return overlay.Attrs{Uid: &uid, Gid: &gid} }},
+		{"chmod", func(i int) overlay.Attrs { mode := fs.FileMode(0o644 - i%2*0o4); return overlay.Attrs{Mode: &mode} }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			key := "src/" + c.name
+			must(b, afero.WriteFile(e.v, key, []byte("hello"), 0o600))
+			i := 0
+			for b.Loop() {
+				if _, err := e.v.SetattrStat(key, c.attrs(i)); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkRemoveLikeRmRf removes one file per op with the engine calls
 // the mount makes for a file rm -rf deletes (fusefs: UNLINK, then the
 // directory's attributes), files made in the draft in a directory it
