@@ -94,7 +94,7 @@ func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // Read implements NodeReader.
 func (n *node) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var cnt int
-	errno := n.use(ctx, "read", false, func(f afero.File) error {
+	errno := n.use(ctx, "read", os.O_RDONLY, func(f afero.File) error {
 		var err error
 		cnt, err = f.ReadAt(dest, off)
 		if errors.Is(err, io.EOF) {
@@ -108,15 +108,27 @@ func (n *node) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int
 	return fuse.ReadResultData(dest[:cnt]), 0
 }
 
-// Write implements NodeWriter.
+// Write implements NodeWriter. A write through a descriptor opened
+// with O_APPEND goes to the end the file has now, not to off: the kernel
+// takes off from the size it last knew, which a change through another
+// front end (or another node of the file) only marked stale.
 func (n *node) Write(ctx context.Context, _ gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	kill, appending := n.srv.writeOf(ctx)
+	flag := os.O_RDWR
+	if appending {
+		flag |= os.O_APPEND
+	}
 	var cnt int
-	errno := n.use(ctx, "write", true, func(f afero.File) error {
+	errno := n.use(ctx, "write", flag, func(f afero.File) error {
 		var err error
-		cnt, err = f.WriteAt(data, off)
+		if appending {
+			cnt, err = f.Write(data)
+		} else {
+			cnt, err = f.WriteAt(data, off)
+		}
 		return err
 	})
-	if _, kill := n.srv.killing.Load(cancelOf(ctx)); kill && errno == 0 {
+	if kill && errno == 0 {
 		errno = n.killPrivAfterWrite(ctx)
 	}
 	return uint32(cnt), errno
@@ -125,14 +137,14 @@ func (n *node) Write(ctx context.Context, _ gofs.FileHandle, data []byte, off in
 // Fsync implements NodeFsyncer: the content and the draft's metadata
 // are made durable.
 func (n *node) Fsync(ctx context.Context, _ gofs.FileHandle, flags uint32) syscall.Errno {
-	return n.use(ctx, "fsync", false, func(f afero.File) error { return f.Sync() })
+	return n.use(ctx, "fsync", os.O_RDONLY, func(f afero.File) error { return f.Sync() })
 }
 
 // Lseek implements NodeLseeker for SEEK_DATA and SEEK_HOLE (the kernel
 // answers the other whences itself).
 func (n *node) Lseek(ctx context.Context, _ gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
 	var pos int64
-	errno := n.use(ctx, "lseek", false, func(f afero.File) error {
+	errno := n.use(ctx, "lseek", os.O_RDONLY, func(f afero.File) error {
 		var err error
 		pos, err = f.Seek(int64(off), int(whence))
 		return err
@@ -142,19 +154,27 @@ func (n *node) Lseek(ctx context.Context, _ gofs.FileHandle, off uint64, whence 
 
 // Allocate implements NodeAllocater.
 func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
-	return n.use(ctx, "fallocate", true, func(f afero.File) error {
+	return n.use(ctx, "fallocate", os.O_RDWR, func(f afero.File) error {
 		return overlay.Fallocate(f, mode, int64(off), int64(size))
 	})
 }
 
-// use runs fn on an engine handle of n's file, writable when write (by
-// the process behind ctx): the pinned one, else one opened by n's path
-// for fn alone. The kernel does not say when a file is closed, and a
-// handle open for writing would keep its file in the draft across a
-// commit (see overlay.Draft.Commit), so none stays open; reads are
-// rare, as the kernel keeps pages.
-func (n *node) use(ctx context.Context, op string, write bool, fn func(afero.File) error) syscall.Errno {
-	if err := n.Slot().Use(fn); !errors.Is(err, pins.ErrNotPinned) {
+// use runs fn on an engine handle of n's file opened with flag (by the
+// process behind ctx): the pinned one (at its end for O_APPEND), else
+// one opened by n's path for fn alone. The kernel does not say when a
+// file is closed, and a handle open for writing would keep its file in
+// the draft across a commit (see overlay.Draft.Commit), so none stays
+// open; reads are rare, as the kernel keeps pages.
+func (n *node) use(ctx context.Context, op string, flag int, fn func(afero.File) error) syscall.Errno {
+	err := n.Slot().Use(func(f afero.File) error {
+		if flag&os.O_APPEND != 0 {
+			if _, err := f.Seek(0, io.SeekEnd); err != nil {
+				return err
+			}
+		}
+		return fn(f)
+	})
+	if !errors.Is(err, pins.ErrNotPinned) {
 		return n.srv.errno(op, err)
 	}
 	// The open checks what the path holds; no Lstat before it.
@@ -162,10 +182,7 @@ func (n *node) use(ctx context.Context, op string, write bool, fn func(afero.Fil
 	if !ok {
 		return syscall.ENOENT
 	}
-	flag := os.O_RDONLY
-	if write {
-		flag = os.O_RDWR
-	}
+	write := flag&(os.O_WRONLY|os.O_RDWR) != 0
 	f, err := n.srv.as(ctx).OpenFile(key, flag, 0)
 	if err != nil {
 		return n.openErrno(op, err)

@@ -110,7 +110,7 @@ func (h *openFile) released() { h.n.srv.pt.Release(&h.n.rareFields().io, h.backi
 // identity of their own: fuse.Context.Done returns the channel the raw
 // layer is handed. An InHeader.Unique in the context (or a BackingID an
 // fs.NodeOpener could return per open, where FilePassthroughFder keeps
-// one per node) would let this, and the opening and killing maps, go.
+// one per node) would let this, and the opening and writing maps, go.
 func cancelOf(ctx context.Context) <-chan struct{} { return ctx.Done() }
 
 // opened completes the reply to an OPEN or CREATE that a node served in

@@ -3,6 +3,9 @@
 package fusefs
 
 import (
+	"context"
+	"syscall"
+
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/fusefs/internal/mountopts"
@@ -12,8 +15,9 @@ import (
 // rawFS is go-fuse's node file system with directories served without
 // OPENDIR (package noopendir).
 //
-// It marks the writes after which the node must clear set-id bits
-// (WRITE_KILL_SUIDGID; see killPriv).
+// It notes for the node's Write the writes after which it must clear
+// set-id bits (WRITE_KILL_SUIDGID; see killPriv) and those through a
+// descriptor opened with O_APPEND.
 //
 // In passthrough mode it also completes OPEN and CREATE replies with the
 // backing file a node chose, and tells the node when the kernel released
@@ -62,24 +66,36 @@ func (r rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Att
 
 // Write implements fuse.RawFileSystem.
 func (r rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	defer r.s.markKill(cancel, in)()
+	defer r.s.noteWrite(cancel, in)()
 	return r.RawFileSystem.Write(cancel, in, data)
 }
 
 // Writev implements fuse.RawFileSystem (go-fuse serves WRITE with it).
 func (r rawFS) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	defer r.s.markKill(cancel, in)()
+	defer r.s.noteWrite(cancel, in)()
 	return r.RawFileSystem.Writev(cancel, in, data)
 }
 
-// markKill marks a write with WRITE_KILL_SUIDGID while it is served,
-// for the node's Write; call the result when done.
-func (s *Server) markKill(cancel <-chan struct{}, in *fuse.WriteIn) (unmark func()) {
-	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 {
+// noteWrite records a write with WRITE_KILL_SUIDGID, or through a
+// descriptor opened with O_APPEND, while it is served, for the node's
+// Write (see writeOf); call the result when done.
+func (s *Server) noteWrite(cancel <-chan struct{}, in *fuse.WriteIn) (done func()) {
+	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 && in.Flags&syscall.O_APPEND == 0 {
 		return func() {}
 	}
-	s.killing.Store(cancel, struct{}{})
-	return func() { s.killing.Delete(cancel) }
+	s.writing.Store(cancel, in)
+	return func() { s.writing.Delete(cancel) }
+}
+
+// writeOf says of the WRITE behind ctx whether set-id bits must go after
+// it, and whether its descriptor was opened with O_APPEND.
+func (s *Server) writeOf(ctx context.Context) (kill, appending bool) {
+	v, ok := s.writing.Load(cancelOf(ctx))
+	if !ok {
+		return false, false
+	}
+	in := v.(*fuse.WriteIn)
+	return in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0, in.Flags&syscall.O_APPEND != 0
 }
 
 // Release implements fuse.RawFileSystem.

@@ -80,9 +80,10 @@ type Server struct {
 	// moveAway)
 	retrying passthrough.Retries
 	opening  sync.Map // request's cancel channel → *openFile being opened
-	// killing: cancel channels of WRITE requests after which set-id
-	// bits must go (see killPriv)
-	killing sync.Map
+	// writing: cancel channel of a WRITE request being served → its
+	// *fuse.WriteIn, when the node's Write needs what go-fuse does not
+	// pass it (see noteWrite)
+	writing sync.Map
 	files   sync.Map // file handle number → *openFile
 
 	nodes nodes.Table[*node] // which node stands for which object
