@@ -113,13 +113,6 @@ func (t *Table[N]) Child(ctx context.Context, parent *gofs.Inode, key string, fi
 	_, name := Split(key)
 	old := parent.GetChild(name)
 	in := parent.NewInode(ctx, mk(), sa)
-	if old != nil && old != in {
-		// go-fuse puts in under name without taking the name from old,
-		// whose link to parent would stay: Path, which follows a node's
-		// newest link only, would then find old nameless, or reach
-		// another object, while old has a name elsewhere (a hard link).
-		parent.RmChild(name)
-	}
 	// Recorded once go-fuse set it up: others read its identity.
 	n := in.Operations().(N)
 	n.SetKey(key)
