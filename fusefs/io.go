@@ -160,7 +160,7 @@ func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64
 }
 
 // use runs fn on an engine handle of n's file opened with flag (by the
-// process behind ctx): the pinned one (at its end for O_APPEND), else
+// process behind ctx): the pinned one (see endWriter for O_APPEND), else
 // one opened by n's path for fn alone. The kernel does not say when a
 // file is closed, and a handle open for writing would keep its file in
 // the draft across a commit (see overlay.Draft.Commit), so none stays
@@ -168,9 +168,7 @@ func (n *node) Allocate(ctx context.Context, _ gofs.FileHandle, off, size uint64
 func (n *node) use(ctx context.Context, op string, flag int, fn func(afero.File) error) syscall.Errno {
 	err := n.Slot().Use(func(f afero.File) error {
 		if flag&os.O_APPEND != 0 {
-			if _, err := f.Seek(0, io.SeekEnd); err != nil {
-				return err
-			}
+			f = endWriter{f}
 		}
 		return fn(f)
 	})
@@ -195,6 +193,19 @@ func (n *node) use(ctx context.Context, op string, flag int, fn func(afero.File)
 		n.changedBehind()
 	}
 	return n.srv.errno(op, err)
+}
+
+// endWriter is the pinned handle for an O_APPEND write: Write goes to
+// the file's end without the handle's offset, which requests share (an
+// lseek for SEEK_DATA moves it).
+type endWriter struct{ afero.File }
+
+func (w endWriter) Write(p []byte) (int, error) {
+	fi, err := w.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return w.WriteAt(p, fi.Size())
 }
 
 // openErrno is the errno of a failed open of n's path by the engine.
