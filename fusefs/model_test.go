@@ -29,7 +29,7 @@ import (
 // DRAFTFS_STEPS to run only some of its steps (see onlySteps).
 func TestDifferential(t *testing.T) {
 	// 1-8, then seeds that found bugs (in either mode).
-	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 10, 17, 25, 27, 63, 65, 77, 86}
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 10, 17, 25, 27, 63, 65, 77, 86, 3001, 3373, 3476}
 	if s := os.Getenv("DRAFTFS_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {

@@ -122,5 +122,16 @@ func (t *Table[N]) Child(ctx context.Context, parent *gofs.Inode, key string, fi
 		o = old.Operations().(N)
 	}
 	t.Added(n, sa, o, took)
+	if old != nil && old.StableAttr() != sa {
+		// go-fuse will put in under name without taking the name from
+		// old (it keeps old only for old's identity): old would keep
+		// its link to parent, and Path, which follows a node's newest
+		// link only, would find old nameless, or lead it to another
+		// object, while old has a name elsewhere (a hard link). Put in
+		// there now, as go-fuse will, with old's link gone: no moment
+		// without a node under name, for a request on whatever node
+		// is there meanwhile (a create's), which go-fuse replaces too.
+		parent.AddChild(name, in, true)
+	}
 	return in
 }

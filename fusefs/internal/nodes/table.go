@@ -169,6 +169,15 @@ func (t *Table[N]) Successor(n N) (N, string, bool) {
 		}
 		last = m
 	}
+	// The names went to nodes of another generation of n's object (an
+	// open that would have clashed in passthrough mode moved n away,
+	// and a hard link kept a name elsewhere): one the kernel still
+	// knows with a name leads there.
+	for _, m := range t.TwinsOf(n) {
+		if key, ok := Path(m.EmbeddedInode()); ok {
+			return m, key, true
+		}
+	}
 	// The kernel forgot the node that took n's name, and no lookup took
 	// it on from there: follow the path where that node was last.
 	if last != none {
