@@ -140,3 +140,59 @@ func BenchmarkCommitUndo10000(b *testing.B) {
 	b.ReportMetric(float64(undo.Milliseconds())/float64(b.N), "undo-ms")
 	b.ReportMetric(float64(native.Milliseconds())/float64(b.N), "cp+sync-ms")
 }
+
+// BenchmarkCheckpointWAL moves a write-ahead log of 4,096 records, each a
+// new file's entry and inode (an untar's), or the same files' removal,
+// into the database.
+func BenchmarkCheckpointWAL(b *testing.B) {
+	for _, remove := range []bool{false, true} {
+		name := "new"
+		if remove {
+			name = "removed"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := openStore(b.TempDir(), false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			const files = 4096
+			write := func(i, round int, gone bool) {
+				t := &txn{}
+				key := fmt.Sprintf("r%06d/d%02d/f%04d.txt", round, i%50, i)
+				ino := firstDraftIno + uint64(round*files+i)
+				if gone {
+					t.putEntry(key, nil)
+					t.putInode(ino, nil)
+				} else {
+					t.putEntry(key, &entry{Kind: kindFile, Ino: ino})
+					t.putInode(ino, &inode{Mode: 0o644, Data: true, File: uint64(i)})
+				}
+				if err := s.write(t); err != nil {
+					b.Fatal(err)
+				}
+			}
+			round := 0
+			for b.Loop() {
+				b.StopTimer()
+				for i := range files - 1 {
+					write(i, round, false)
+				}
+				if remove {
+					if err := s.checkpoint(); err != nil {
+						b.Fatal(err)
+					}
+					for i := range files - 1 {
+						write(i, round, true)
+					}
+				}
+				b.StartTimer()
+				write(files-1, round, remove) // the record that fills the log
+				if err := s.checkpoint(); err != nil {
+					b.Fatal(err)
+				}
+				round++
+			}
+		})
+	}
+}
