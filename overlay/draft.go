@@ -326,6 +326,19 @@ func (d *Draft) openData(name string, flag int, perm fs.FileMode) (*os.File, err
 	}
 }
 
+// mknodData makes the empty data file name, which must not exist.
+func (d *Draft) mknodData(name string) error {
+	for {
+		err := unix.Mknodat(d.data, name, unix.S_IFREG|dataPerm, 0)
+		if err != unix.EINTR {
+			if err != nil {
+				return &fs.PathError{Op: "mknod", Path: d.dataPath(name), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
 // statData stats the data file name.
 func (d *Draft) statData(name string, st *unix.Stat_t) error {
 	if err := unix.Fstatat(d.data, name, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {

@@ -200,7 +200,8 @@ func (d *Draft) openWrite(key, name string, flag int, perm fs.FileMode, src Sour
 // createLocked makes a new object at key, which must not exist: mode's
 // type bits say which special file a kindSpecial is, rdev a device
 // node's number. A file's data file is returned open with flag (O_EXCL
-// aside). Must be called with d.mu held for writing.
+// aside), or not opened for a flag of noHandle. Must be called with d.mu
+// held for writing.
 func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string, rdev uint64, flag int, src Source) (uint64, *os.File, error) {
 	if key == "" {
 		return 0, nil, pathErr("create", key, syscall.EEXIST)
@@ -238,7 +239,10 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	case kindFile:
 		n.Data = true
 		// The data file first: a record never names a missing one.
-		if fd, err = d.newData(n, flag&^os.O_EXCL|os.O_CREATE|os.O_TRUNC); err != nil {
+		if flag != noHandle {
+			flag = flag&^os.O_EXCL | os.O_CREATE | os.O_TRUNC
+		}
+		if fd, err = d.newData(n, flag); err != nil {
 			return 0, nil, err
 		}
 		t.made = ino

@@ -241,22 +241,38 @@ func truncateAt(dir int, name string) error {
 
 // newData makes the data file of new inode n, a spare if there is one,
 // records its number in n, and opens it with flag (which has O_CREAT and
-// O_TRUNC).
+// O_TRUNC). A flag of noHandle opens nothing (a MKNOD's file, which the
+// kernel opens later if at all): a new file is made with mknodat, an
+// empty spare only gets its times, so that tar's file costs no open and
+// close of its data file.
 func (d *Draft) newData(n *inode, flag int) (*os.File, error) {
 	if d.spare == nil {
 		return nil, fmt.Errorf("%s: %w", d.st.path, errReadOnly)
 	}
 	f, spare, empty := d.spare.take()
-	if !spare {
-		flag |= os.O_EXCL // a new number's file is new
-	}
-	if empty {
-		// Truncating an empty file still journals its inode; the times
-		// are set below.
-		flag &^= os.O_TRUNC
-	}
 	name := fileName(f)
-	fd, err := d.openData(name, flag, dataPerm)
+	var fd *os.File
+	var err error
+	switch {
+	case flag == noHandle && !spare:
+		err = d.mknodData(name)
+	case flag == noHandle && !empty:
+		err = truncateAt(d.data, name)
+		if err != nil {
+			err = &os.PathError{Op: "truncate", Path: d.dataPath(name), Err: err}
+		}
+	case flag == noHandle: // an empty spare: new times, below
+	default:
+		if !spare {
+			flag |= os.O_EXCL // a new number's file is new
+		}
+		if empty {
+			// Truncating an empty file still journals its inode; the
+			// times are set below.
+			flag &^= os.O_TRUNC
+		}
+		fd, err = d.openData(name, flag, dataPerm)
+	}
 	if err != nil {
 		if spare {
 			d.spare.retire(d.data, name)
@@ -271,9 +287,14 @@ func (d *Draft) newData(n *inode, flag int) (*os.File, error) {
 	// only).
 	now := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 	if err := unix.UtimesNanoAt(d.data, name, now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		fd.Close()
+		if fd != nil {
+			fd.Close()
+		}
 		d.spare.retire(d.data, name)
 		return nil, &os.PathError{Op: "utimes", Path: d.dataPath(name), Err: err}
 	}
 	return fd, nil
 }
+
+// noHandle is newData's flag for a data file no one opens yet.
+const noHandle = -1

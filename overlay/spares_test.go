@@ -96,6 +96,25 @@ func TestSpareDataFiles(t *testing.T) {
 		}
 	}
 	vfstest.WantContent(t, e.v, "b.txt", "")
+
+	// A MKNOD (how the kernel makes tar's files in the mount) takes a
+	// spare without opening it: emptied and new all the same.
+	mustWrite(t, e.v, "c.txt", "the content of c")
+	p = overlay.DataFile(e.v, "c.txt")
+	old = diskIno(t, p)
+	must(t, e.v.Remove("c.txt"))
+	time.Sleep(100 * time.Millisecond)
+	before = time.Now().Add(-30 * time.Millisecond)
+	must(t, e.v.Mknod("d.txt", 0o644, 0))
+	if got := overlay.DataFile(e.v, "d.txt"); got != p || diskIno(t, got) != old {
+		t.Fatalf("the new file's data file is %s (inode %d), not the spare %s (inode %d)", got, diskIno(t, got), p, old)
+	}
+	fi, err = e.v.Lstat("d.txt")
+	must(t, err)
+	if fi.ModTime().Before(before) || fi.Size() != 0 {
+		t.Errorf("the file MKNOD made: mtime %v (made after %v), size %d", fi.ModTime(), before, fi.Size())
+	}
+	vfstest.WantContent(t, e.v, "d.txt", "")
 }
 
 // TestSpareDataFilesLinked: a data file linked elsewhere (a commit's undo

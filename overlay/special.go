@@ -5,7 +5,6 @@ package overlay
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"syscall"
 )
 
@@ -42,9 +41,6 @@ func (f *Fs) Mknod(name string, mode fs.FileMode, dev uint64) error {
 	if k == kindSpecial && mode&(fs.ModeDevice) == 0 {
 		dev = 0 // FIFOs and sockets have no device
 	}
-	_, fd, err := d.createLocked(key, k, mode, "", dev, os.O_WRONLY, f.src)
-	if fd != nil {
-		fd.Close()
-	}
+	_, _, err := d.createLocked(key, k, mode, "", dev, noHandle, f.src)
 	return err
 }
