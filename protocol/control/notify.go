@@ -36,7 +36,8 @@ const burstQuiet = time.Second
 // burstQuiet.
 func (s *Server) fanOut() {
 	defer s.wg.Done()
-	var end func() // the burst's, while changes come
+	var end func()             // the burst's, while changes come
+	var batch []overlay.Change // reused: a burst's batches are large
 	quiet := time.NewTimer(burstQuiet)
 	defer func() {
 		quiet.Stop()
@@ -63,7 +64,7 @@ func (s *Server) fanOut() {
 			end = s.opts.Heavy(BurstOfChanges)
 		}
 		quiet.Reset(burstQuiet)
-		batch := []overlay.Change{c}
+		batch = append(batch[:0], c)
 	more:
 		for len(batch) < 4096 {
 			select {
@@ -76,7 +77,7 @@ func (s *Server) fanOut() {
 				break more
 			}
 		}
-		s.broadcast(s.notices(batch))
+		s.broadcast(batch)
 	}
 }
 
@@ -117,12 +118,18 @@ func overflowNotice(root string) notice {
 	return notice{"draft/didChange", ChangeNotice{Path: root, Change: "overflow", Overflow: true}}
 }
 
-func (s *Server) broadcast(ns []notice) {
+// broadcast queues the notifications of batch to every subscribed
+// client; with none (no editor connected), it makes none.
+func (s *Server) broadcast(batch []overlay.Change) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var ns []notice
 	for cn := range s.conns {
 		if !cn.subscribed.Load() {
 			continue
+		}
+		if ns == nil {
+			ns = s.notices(batch)
 		}
 		for _, n := range ns {
 			select {
