@@ -209,7 +209,8 @@ type entry struct {
 	out      []byte // reply body, copied to payload at commit
 	in       []byte // header and fixed argument, contiguous
 	iov      *[2]unix.Iovec
-	canceler // the request's Request.Cancel
+	req      Request // the request answered: one allocation less each time
+	canceler         // the request's Request.Cancel
 }
 
 func newEntry(payload int) (*entry, error) {
@@ -359,20 +360,20 @@ func (s *Server) answer(r *ring, e *entry, qid uint16) {
 	clear(e.in[hsize+opSize:])
 	unique := in.Unique
 	s.begin(&e.canceler, unique)
-	req := Request{In: e.in[:hsize+opSize], Payload: e.payload[:psz], Cancel: e.ch}
+	e.req = Request{In: e.in[:hsize+opSize], Payload: e.payload[:psz], Cancel: e.ch}
 	out := e.out
 	inPlace := bulkReply(in.Opcode) && psz == 0
 	if inPlace {
 		out = e.payload
 	}
-	n, errno := s.handler(&req, out)
+	n, errno := s.handler(&e.req, out)
 	s.end(&e.canceler, unique)
 	if errno != 0 {
 		n = 0
 	} else if !inPlace {
 		copy(e.payload, e.out[:n])
 	}
-	*(*fuse.OutHeader)(unsafe.Pointer(&e.hdr[0])) = fuse.OutHeader{Length: uint32(16 + n), Status: -int32(errno), Unique: req.Header().Unique}
+	*(*fuse.OutHeader)(unsafe.Pointer(&e.hdr[0])) = fuse.OutHeader{Length: uint32(16 + n), Status: -int32(errno), Unique: unique}
 	*(*uint32)(unsafe.Pointer(&e.hdr[payloadSzOffset])) = uint32(n)
 	sqe := r.nextSQE() // never full: one entry, one commit at a time
 	s.prepCmd(sqe, cmdCommitAndFetch, 0, qid)
