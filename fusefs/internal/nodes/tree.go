@@ -17,7 +17,8 @@ import (
 // (go-fuse does not take the name from it): such a name counts as lost.
 func Path(in *gofs.Inode) (string, bool) {
 	root := in.Root()
-	var elems []string
+	var buf [16]string // a path's names, in reverse, off the heap
+	elems := buf[:0]
 	for in != root {
 		name, parent := in.Parent()
 		if parent == nil {
