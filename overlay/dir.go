@@ -7,7 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -48,11 +49,7 @@ func (e *dirEntry) Info() (fs.FileInfo, error) {
 // ReadDir lists a directory of the view, sorted by name: the draft's
 // entries over the lower directory's, without whiteouts.
 func (f *Fs) ReadDir(name string) ([]fs.DirEntry, error) {
-	key, err := f.d.follow(clean(name))
-	if err != nil {
-		return nil, err
-	}
-	return f.d.readDir(key, false)
+	return f.d.readDirFollowing(clean(name), false)
 }
 
 // ReadDirPlus is ReadDir for callers that describe every entry (a mount
@@ -60,11 +57,23 @@ func (f *Fs) ReadDir(name string) ([]fs.DirEntry, error) {
 // from the open directory, one fstatat per name where Info would walk the
 // name's whole path again (three system calls).
 func (f *Fs) ReadDirPlus(name string) ([]fs.DirEntry, error) {
-	key, err := f.d.follow(clean(name))
+	return f.d.readDirFollowing(clean(name), true)
+}
+
+// readDirFollowing lists key, or what it leads to if it is a symlink
+// (or below one only the draft has). Such a key cannot be listed as it
+// is (the draft's symlink is not a directory, the disk's is not opened
+// through), so a key that lists is listed without resolving it first,
+// which would lstat it on disk once more for every listing.
+func (d *Draft) readDirFollowing(key string, plus bool) ([]fs.DirEntry, error) {
+	if l, err := d.readDir(key, plus); err == nil {
+		return l, nil
+	}
+	key, err := d.follow(key)
 	if err != nil {
 		return nil, err
 	}
-	return f.d.readDir(key, true)
+	return d.readDir(key, plus)
 }
 
 // draftChild is a name a directory's draft entries give it: an entry
@@ -125,13 +134,11 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild, plus b
 		return nil, err
 	}
 	seq := d.w.feed.seq.Load() // before the disk is read
-	merged := map[string]fs.FileMode{}
+	var merged map[string]fs.FileMode
 	var listed map[string]fs.FileInfo
-	if plus {
-		listed = map[string]fs.FileInfo{}
-	}
 	if w.hasLower {
-		err := d.listLower(w.lower, merged, listed)
+		var err error
+		merged, listed, err = d.listLower(w.lower, len(own), plus)
 		if errors.Is(err, fs.ErrNotExist) && !implicit && w.e == nil {
 			// A file only an editor has, or a path below one.
 			if _, serr := d.lowerStat(baseOf(w.lower), w.lower); serr == nil || errors.Is(serr, syscall.ENOTDIR) {
@@ -144,6 +151,9 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild, plus b
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
+	}
+	if merged == nil {
+		merged = make(map[string]fs.FileMode, len(own))
 	}
 	for _, c := range own {
 		switch c.kind {
@@ -158,24 +168,34 @@ func (d *Draft) listDir(key string, w where, err error, own []draftChild, plus b
 		}
 	}
 	out := make([]fs.DirEntry, 0, len(merged))
+	ents := make([]dirEntry, 0, len(merged)) // one allocation for all
 	for name, typ := range merged {
-		e := &dirEntry{name: name, typ: typ, d: d, key: join(key, name)}
+		ents = append(ents, dirEntry{name: name, typ: typ, d: d, key: join(key, name)})
+		e := &ents[len(ents)-1]
 		if fi := listed[name]; fi != nil {
-			e.listed, e.lower, e.seq = fi, join(w.lower, name), seq
+			e.listed, e.lower, e.seq = fi, e.key, seq
+			if w.lower != key {
+				e.lower = join(w.lower, name)
+			}
 		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
 }
 
-// listLower adds the lower directory's names and types to m: the disk's,
-// and files that exist only as unsaved editor buffers; and what the disk
-// said of its names to listed (see listDisk).
-func (d *Draft) listLower(lower string, m map[string]fs.FileMode, listed map[string]fs.FileInfo) error {
+// listLower lists the lower directory's names and types: the disk's, and
+// files that exist only as unsaved editor buffers, in a map with room
+// for extra more; and, with plus, what the disk said of its names (see
+// listDisk).
+func (d *Draft) listLower(lower string, extra int, plus bool) (map[string]fs.FileMode, map[string]fs.FileInfo, error) {
 	inEditor := d.w.bufs.Children(lower)
-	if err := d.listDisk(lower, m, listed); err != nil && !(errors.Is(err, fs.ErrNotExist) && len(inEditor) > 0) {
-		return err
+	m, listed, err := d.listDisk(lower, extra+len(inEditor), plus)
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(inEditor) > 0) {
+		return nil, nil, err
+	}
+	if m == nil {
+		m = make(map[string]fs.FileMode, extra+len(inEditor))
 	}
 	for name, isDir := range inEditor {
 		if _, ok := m[name]; !ok {
@@ -185,53 +205,57 @@ func (d *Draft) listLower(lower string, m map[string]fs.FileMode, listed map[str
 			}
 		}
 	}
-	return nil
+	return m, listed, nil
 }
 
-// listDisk adds the disk directory's names and types to m, and, when
-// listed is not nil and the directory is open by descriptor, each name's
-// lstat to listed.
-func (d *Draft) listDisk(lower string, m map[string]fs.FileMode, listed map[string]fs.FileInfo) error {
+// listDisk lists the disk directory's names and types, in a map with
+// room for extra more; and, with plus and the directory open by
+// descriptor, each name's lstat.
+func (d *Draft) listDisk(lower string, extra int, plus bool) (map[string]fs.FileMode, map[string]fs.FileInfo, error) {
 	f, err := d.diskOpen(lower, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer f.Close()
-	if rd, ok := f.(fs.ReadDirFile); ok {
-		ents, err := rd.ReadDir(-1)
-		if err != nil {
-			return err
-		}
-		id := d.committing.Load()
-		var dir *os.File // where the names are described from
-		if listed != nil {
-			dir, _ = f.(*os.File)
-		}
-		for _, e := range ents {
-			if commitTemp(e.Name(), id) {
-				continue
-			}
-			m[e.Name()] = e.Type()
-			if dir == nil {
-				continue
-			}
-			if fi, err := beneath.LstatAt(dir, e.Name()); err == nil {
-				listed[e.Name()] = fi
-			}
-		}
-		return nil
-	}
-	infos, err := f.Readdir(-1)
-	if err != nil {
-		return err
-	}
 	id := d.committing.Load()
-	for _, fi := range infos {
-		if !commitTemp(fi.Name(), id) {
-			m[fi.Name()] = fi.Mode().Type()
+	rd, ok := f.(fs.ReadDirFile)
+	if !ok {
+		infos, err := f.Readdir(-1)
+		if err != nil {
+			return nil, nil, err
+		}
+		m := make(map[string]fs.FileMode, len(infos)+extra)
+		for _, fi := range infos {
+			if !commitTemp(fi.Name(), id) {
+				m[fi.Name()] = fi.Mode().Type()
+			}
+		}
+		return m, nil, nil
+	}
+	ents, err := rd.ReadDir(-1)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := make(map[string]fs.FileMode, len(ents)+extra)
+	var listed map[string]fs.FileInfo
+	var dir *os.File // where the names are described from
+	if plus {
+		listed = make(map[string]fs.FileInfo, len(ents))
+		dir, _ = f.(*os.File)
+	}
+	for _, e := range ents {
+		if commitTemp(e.Name(), id) {
+			continue
+		}
+		m[e.Name()] = e.Type()
+		if dir == nil {
+			continue
+		}
+		if fi, err := beneath.LstatAt(dir, e.Name()); err == nil {
+			listed[e.Name()] = fi
 		}
 	}
-	return nil
+	return m, listed, nil
 }
 
 // dirFile is an open directory. Its listing is read on first use and
