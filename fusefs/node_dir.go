@@ -275,6 +275,14 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if fi == nil || fi.Name() != name || !ok {
 		return h.n.Lookup(ctx, name, out)
 	}
+	if h.n.srv.nodes.Listed(&h.n.Inode, name, fi) && !h.n.srv.retrying.Is(callerPid(ctx), key) {
+		// Already looked up (git lists the directories whose files it
+		// stat'ed): the entry goes without a node ID, which the kernel
+		// takes as a plain directory entry, its lookup count unchanged.
+		// Any error does that; the node and its attributes stay (a
+		// change to them is invalidated, not left to listings).
+		return nil, syscall.EEXIST
+	}
 	return h.n.srv.newChild(ctx, &h.n.Inode, key, fi, &out.Attr), 0
 }
 

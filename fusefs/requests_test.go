@@ -3,6 +3,7 @@
 package fusefs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,8 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // TestSetattrRepliesAreCached: the attributes a SETATTR returns are
@@ -127,3 +131,57 @@ func (l *requestLog) count(re *regexp.Regexp) int {
 }
 
 var readRequest = regexp.MustCompile(`: READ n\d+`)
+
+// TestListingLeavesLookedUpEntries: a READDIRPLUS entry whose name the
+// kernel looked up to the same object already goes without a node
+// (dirHandle.Lookup declines it): git lists the directories whose files
+// it stat'ed, and those entries cost no lookup work. An entry whose
+// object changed since (replaced on disk, unwatched) is still looked
+// up, so the listing gives the kernel the new object.
+func TestListingLeavesLookedUpEntries(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"a": "a\n", "c": "c\n"}})
+	for _, name := range []string{"a", "c"} {
+		if _, err := os.Stat(filepath.Join(m.mnt, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m.root, "c.new"), []byte("a new c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(m.root, "c.new"), filepath.Join(m.root, "c")); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := os.Stat(filepath.Join(m.root, "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The listing as the server answers it, in process: a is declined.
+	h := &dirHandle{n: m.srv.root}
+	for {
+		de, errno := h.Readdirent(context.Background())
+		if errno != 0 || de == nil {
+			t.Fatalf("no entry a in the listing (errno %v)", errno)
+		}
+		if de.Name != "a" {
+			continue
+		}
+		var out fuse.EntryOut
+		if in, errno := h.Lookup(context.Background(), "a", &out); in != nil || errno == 0 {
+			t.Errorf("READDIRPLUS entry a, looked up before: node %v, errno %v; want none (declined)", in, errno)
+		}
+		break
+	}
+
+	// Through the kernel: the listing hands over c's new object.
+	if _, err := os.ReadDir(m.mnt); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(m.mnt, "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ino := fi.Sys().(*syscall.Stat_t).Ino; ino != disk.Sys().(*syscall.Stat_t).Ino || fi.Size() != disk.Size() {
+		t.Errorf("c after a listing: inode %d, %d bytes; want the disk's new file's %d, %d bytes", ino, fi.Size(), disk.Sys().(*syscall.Stat_t).Ino, disk.Size())
+	}
+}

@@ -60,6 +60,19 @@ func RenumberedChild(parent *gofs.Inode, name string, ino uint64) *gofs.Inode {
 	return c
 }
 
+// Listed reports whether parent's node under name is already the one
+// for fi's object, with its newest link there: the kernel's entry for
+// name, if it has one, leads to that node, so a listing that describes
+// its entries (READDIRPLUS) can leave this one undescribed.
+func (t *Table[N]) Listed(parent *gofs.Inode, name string, fi fs.FileInfo) bool {
+	c := parent.GetChild(name)
+	if c == nil || c.StableAttr() != t.Stable(fi) || c.Operations().(N).Dropped() {
+		return false
+	}
+	cname, cparent := c.Parent()
+	return cparent == parent && cname == name
+}
+
 // Named returns the node whose name n's path is, n or one that took it,
 // with that path; false when the node has no name any more (unlinked
 // while open). A node whose name a lookup gave to another node of its
