@@ -216,6 +216,7 @@ type dirHandle struct {
 	loaded bool // ents holds the listing
 	pos    int  // next entry: 0 is ".", 1 "..", then ents
 	last   fs.FileInfo
+	served bool // an entry was returned
 }
 
 // Readdirent implements FileReaddirenter. Entry i has offset i+1.
@@ -224,7 +225,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	defer h.mu.Unlock()
 	h.last = nil
 	if !h.loaded {
-		ents, err := h.n.srv.fsys.ReadDirPlus(h.key)
+		ents, err := h.n.srv.listings.read(h.n, h.key, h.pos == 0, h.n.srv.fsys)
 		if err != nil {
 			return nil, h.n.srv.errno("readdir", err)
 		}
@@ -234,16 +235,20 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		pos := h.pos
 		switch {
 		case pos == 0:
-			h.pos++
+			h.pos, h.served = 1, true
 			return &fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: h.n.StableAttr().Ino, Off: 1}, 0
 		case pos == 1:
-			h.pos++
+			h.pos, h.served = 2, true
 			ino := h.n.StableAttr().Ino
 			if _, parent := h.n.Parent(); parent != nil {
 				ino = parent.StableAttr().Ino
 			}
 			return &fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: ino, Off: 2}, 0
 		case pos-2 >= len(h.ents):
+			if !h.served {
+				// An empty reply: the kernel's listing is complete.
+				h.n.srv.listings.done(h.n)
+			}
 			return nil, 0
 		}
 		h.pos++
@@ -251,7 +256,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		if err != nil {
 			continue // removed since the listing was read
 		}
-		h.last = fi
+		h.last, h.served = fi, true
 		return &fuse.DirEntry{Name: fi.Name(), Mode: beneath.UnixMode(fi.Mode()), Ino: nodes.Ino(fi), Off: uint64(pos + 1)}, 0
 	}
 }

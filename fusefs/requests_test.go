@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -183,5 +184,66 @@ func TestListingLeavesLookedUpEntries(t *testing.T) {
 	}
 	if ino := fi.Sys().(*syscall.Stat_t).Ino; ino != disk.Sys().(*syscall.Stat_t).Ino || fi.Size() != disk.Size() {
 		t.Errorf("c after a listing: inode %d, %d bytes; want the disk's new file's %d, %d bytes", ino, fi.Size(), disk.Sys().(*syscall.Stat_t).Ino, disk.Size())
+	}
+}
+
+// TestListingReadOnce: a listing the kernel reads in several READDIRPLUS
+// requests is read from the engine once, by the first: the others read
+// on in it at the offsets the kernel was given, so a name the disk got
+// meanwhile (unwatched, so unpublished) is not in it, and one read past
+// its end lets go of it. A change published meanwhile (a file made
+// through the mount) has it read again, and a listing from the start
+// is read afresh.
+func TestListingReadOnce(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"f0": "", "f1": "", "f2": "", "f3": ""}})
+	ctx := context.Background()
+	// request reads at most max entries of the root's listing from off,
+	// as one READDIRPLUS with its own handle does.
+	request := func(off uint64, max int) (names []string, next uint64) {
+		t.Helper()
+		h := &dirHandle{n: m.srv.root}
+		if off > 0 {
+			h.Seekdir(ctx, off)
+		}
+		for len(names) < max {
+			de, errno := h.Readdirent(ctx)
+			if errno != 0 {
+				t.Fatal(errno)
+			}
+			if de == nil {
+				break
+			}
+			names, next = append(names, de.Name), de.Off
+		}
+		return names, next
+	}
+
+	_, off := request(0, 3) // ".", "..", "f0"
+	if err := os.WriteFile(filepath.Join(m.root, "f1a"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := request(off, 100); !slices.Equal(got, []string{"f1", "f2", "f3"}) {
+		t.Errorf("listing read on after f1a was made on disk: %q, want the first request's f1, f2, f3", got)
+	}
+	if got, _ := request(0, 100); !slices.Contains(got, "f1a") {
+		t.Errorf("listing from the start: %q, want f1a in it", got)
+	}
+
+	_, off = request(0, 2)
+	if err := os.WriteFile(filepath.Join(m.mnt, "f9"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := request(off, 100); !slices.Contains(got, "f9") {
+		t.Errorf("listing read on after f9 was made through the mount: %q, want f9 in it", got)
+	}
+
+	if _, err := os.ReadDir(m.mnt); err != nil {
+		t.Fatal(err)
+	}
+	m.srv.listings.mu.Lock()
+	kept := len(m.srv.listings.kept)
+	m.srv.listings.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("%d listings kept after the kernel read the root's to its end, want none", kept)
 	}
 }

@@ -60,6 +60,13 @@ func (f *Fs) ReadDirPlus(name string) ([]fs.DirEntry, error) {
 	return f.d.readDirFollowing(clean(name), true)
 }
 
+// Published counts the changes published on the view's change feed.
+// Every change to the view, one made on disk included where the disk is
+// watched, is published before a mount drops what it cached of it, so a
+// listing read while the count was n is still the directory's while
+// the count is n.
+func (f *Fs) Published() uint64 { return f.d.w.feed.seq.Load() }
+
 // readDirFollowing lists key, or what it leads to if it is a symlink
 // (or below one only the draft has). Such a key cannot be listed as it
 // is (the draft's symlink is not a directory, the disk's is not opened
