@@ -4,6 +4,7 @@ package fusefs
 
 import (
 	"io/fs"
+	"slices"
 	"sync"
 
 	"github.com/draftfs/draftfs/overlay"
@@ -24,13 +25,12 @@ const maxListings = 16
 // offsets stay the ones the kernel was given.
 type listings struct {
 	mu   sync.Mutex
-	kept map[*node]*listing
-	// order: the nodes of kept, the oldest first
-	order []*node
+	kept []listing // the oldest first, at most maxListings
 }
 
 type listing struct {
-	key  string // the directory's path when read
+	n    *node  // the directory
+	key  string // its path when read
 	seq  uint64 // fsys.Published() before it was read
 	ents []fs.DirEntry
 }
@@ -40,29 +40,27 @@ type listing struct {
 // for n if still current; else one is read from fsys, then kept.
 func (l *listings) read(n *node, key string, first bool, fsys *overlay.Fs) ([]fs.DirEntry, error) {
 	seq := fsys.Published()
-	l.mu.Lock()
-	if k := l.kept[n]; !first && k != nil && k.key == key && k.seq == seq {
+	if !first {
+		l.mu.Lock()
+		i := l.find(n)
+		if i >= 0 && l.kept[i].key == key && l.kept[i].seq == seq {
+			ents := l.kept[i].ents
+			l.mu.Unlock()
+			return ents, nil
+		}
 		l.mu.Unlock()
-		return k.ents, nil
 	}
-	l.mu.Unlock()
 	ents, err := fsys.ReadDirPlus(key)
 	if err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.kept == nil {
-		l.kept = map[*node]*listing{}
+	l.drop(n)
+	if len(l.kept) == maxListings {
+		l.kept = slices.Delete(l.kept, 0, 1)
 	}
-	if l.kept[n] == nil {
-		if len(l.order) == maxListings {
-			delete(l.kept, l.order[0])
-			l.order = append(l.order[:0], l.order[1:]...)
-		}
-		l.order = append(l.order, n)
-	}
-	l.kept[n] = &listing{key: key, seq: seq, ents: ents}
+	l.kept = append(l.kept, listing{n: n, key: key, seq: seq, ents: ents})
 	return ents, nil
 }
 
@@ -70,14 +68,18 @@ func (l *listings) read(n *node, key string, first bool, fsys *overlay.Fs) ([]fs
 func (l *listings) done(n *node) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.kept[n] == nil {
-		return
-	}
-	delete(l.kept, n)
-	for i, m := range l.order {
-		if m == n {
-			l.order = append(l.order[:i], l.order[i+1:]...)
-			break
-		}
+	l.drop(n)
+}
+
+// find is the index of n's listing in kept, -1 if none. Must be called
+// with l.mu held.
+func (l *listings) find(n *node) int {
+	return slices.IndexFunc(l.kept, func(k listing) bool { return k.n == n })
+}
+
+// drop lets go of n's listing, if kept. Must be called with l.mu held.
+func (l *listings) drop(n *node) {
+	if i := l.find(n); i >= 0 {
+		l.kept = slices.Delete(l.kept, i, i+1)
 	}
 }
