@@ -135,7 +135,14 @@
 // follower and pinned-node tables. go-fuse's Inode.mu is taken inside
 // all of them, by its own methods (GetChild, NewInode, Parent).
 //
-// Lock order, outermost first: node.rare.pin's, node.rare.io's, the
+// Server.forgets is held exclusively while go-fuse serves a FORGET
+// (which drops nodes and calls their OnForget) and shared while it
+// serves a request that gives the kernel nodes (LOOKUP, READDIRPLUS and
+// the creates): the table's view of which node go-fuse keeps for an
+// identity holds from a lookup's look at the table to go-fuse's choice
+// of node (see rawFS.Forget).
+//
+// Lock order, outermost first: Server.forgets, node.rare.pin's, node.rare.io's, the
 // nodes table's, Inode.mu; the retry marks' lock (passthrough.Retries)
 // is taken inside any of them. The engine's locks (see package overlay;
 // a held handle's included) are taken inside node.rare.pin's and never

@@ -5,6 +5,7 @@ package fusefs
 import (
 	"context"
 	"io/fs"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -73,6 +74,9 @@ func (n *node) currentBy(lstat func(string) (fs.FileInfo, error)) (string, fs.Fi
 // answered ESTALE gets a fresh node (see moveAway).
 func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
 	s.fill(out, fi)
+	if hook := testHookLookup.Load(); hook != nil {
+		(*hook)(key)
+	}
 	retry := s.retrying.Is(callerPid(ctx), key)
 	return s.nodes.Child(ctx, parent, key, fi, retry, s.fsys.Lstat, func() *node { return &node{srv: s} })
 }
@@ -80,11 +84,22 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
 // drops it. Its pinned handle goes with it.
 func (n *node) OnForget() {
+	if hook := testHookForget.Load(); hook != nil {
+		(*hook)(n)
+	}
 	n.MarkDropped()
 	n.unpin(nil)
 	// Its followers now follow the node it followed, for pinChild.
 	n.srv.nodes.Forget(n, n.Next())
 }
+
+// Test hooks: testHookLookup runs as a lookup of key found its object,
+// before it makes a node; testHookForget as go-fuse dropped a node,
+// before the server's table hears of it.
+var (
+	testHookLookup atomic.Pointer[func(key string)]
+	testHookForget atomic.Pointer[func(*node)]
+)
 
 // Follow records that a lookup gave n's name to m (for nodes.Table).
 func (n *node) Follow(m *node) { n.rareFields().next.Store(m) }

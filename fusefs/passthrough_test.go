@@ -3,8 +3,10 @@
 package fusefs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
 )
@@ -386,4 +389,143 @@ func TestPassthroughStaleRetry(t *testing.T) {
 	mustReadAt(t, held, "disk\n")
 	mustRead(t, p, "new\nappended\n")
 	mustRead(t, filepath.Join(m.root, "f.txt"), "new\n")
+}
+
+// TestForgetDuringLookup: a lookup served while go-fuse drops another
+// node of the same identity (the kernel forgot it after the lookup
+// began) leaves the server knowing the node the kernel got. Here that
+// node is a hard link's, made of a new generation by a clashing open, so
+// a write through the other link's node must drop the attributes the
+// kernel keeps for it; a lost node kept its old size.
+func TestForgetDuringLookup(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"f": "one\n"}, passthrough: true})
+	f, g := filepath.Join(m.mnt, "f"), filepath.Join(m.mnt, "g")
+	if err := os.Link(f, g); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.Open(f) // by passthrough
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale atomic.Bool
+	hook := func() { stale.Store(true) }
+	testHookStale.Store(&hook)
+	mustAppend(t, g, "two\n") // clashes: g gets a node of a new generation
+	testHookStale.Store(nil)
+	if !stale.Load() {
+		t.Fatal("the write open of g was not answered ESTALE: the clash under test did not happen")
+	}
+	reader.Close()
+	waitReleased(t, m)
+	ino := ino(t, f)
+
+	// g's node is kept by a descriptor alone while its entry goes; a
+	// lookup of g begins, and the descriptor is closed: the kernel
+	// forgets the node while the lookup is served, unless the server
+	// holds the forget off until the lookup is answered (then the lookup
+	// gave the kernel the same node again, and it is not dropped).
+	pathFd, err := syscall.Open(g, unix.O_PATH, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.srv.cache.Entry("g")
+	looking, forgetting, looked := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	dropped := make(chan *node, 1)
+	var lookOnce, forgetOnce sync.Once
+	lookupHook := func(key string) {
+		if key == "g" {
+			lookOnce.Do(func() {
+				close(looking)
+				waitFor(forgetting, 300*time.Millisecond)
+			})
+		}
+	}
+	forgetHook := func(n *node) {
+		if n.StableAttr().Ino == ino && n.StableAttr().Gen > 0 {
+			forgetOnce.Do(func() {
+				close(forgetting)
+				waitFor(looked, 300*time.Millisecond)
+				dropped <- n
+			})
+		}
+	}
+	testHookLookup.Store(&lookupHook)
+	testHookForget.Store(&forgetHook)
+	defer testHookLookup.Store(nil)
+	defer testHookForget.Store(nil)
+	made := make(chan error, 1)
+	go func() {
+		made <- os.Mkdir(g, 0o755) // looks g up, and fails
+		close(looked)
+	}()
+	if !waitFor(looking, 5*time.Second) {
+		t.Fatal("g was not looked up again: the race under test did not happen")
+	}
+	syscall.Close(pathFd)
+	if err := <-made; !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("mkdir over g: %v, want EEXIST", err)
+	}
+	select {
+	case n := <-dropped: // the table hears of it next
+		deadline := time.Now().Add(5 * time.Second)
+		for k, ok := m.srv.nodes.Known(ino, false); ok && k == n && time.Now().Before(deadline); k, ok = m.srv.nodes.Known(ino, false) {
+			time.Sleep(time.Millisecond)
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// The kernel dropped the attributes that lookup gave, as an inode
+	// was evicted while it was served; a second lookup of g gives them
+	// again, for the kernel to keep.
+	relookup(t, m, g)
+	mustAppend(t, f, "three\n")
+	if got := lstat(t, g).Size; got != int64(len("one\ntwo\nthree\n")) {
+		t.Fatalf("g's size after a write through f: %d, want %d", got, len("one\ntwo\nthree\n"))
+	}
+	mustRead(t, g, "one\ntwo\nthree\n")
+}
+
+// relookup makes the kernel look p up again (a mkdir over it, which
+// fails) while a descriptor keeps its node.
+func relookup(t testing.TB, m *mounted, p string) {
+	t.Helper()
+	fd, err := syscall.Open(p, unix.O_PATH, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	rel, err := filepath.Rel(m.mnt, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.srv.cache.Entry(rel)
+	if err := os.Mkdir(p, 0o755); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("mkdir over %s: %v, want EEXIST", p, err)
+	}
+}
+
+// waitFor reports whether ch closed within d.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// mustAppend appends data to the file at p.
+func mustAppend(t testing.TB, p, data string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(data); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

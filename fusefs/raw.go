@@ -19,6 +19,9 @@ import (
 // set-id bits (WRITE_KILL_SUIDGID; see killPriv) and those through a
 // descriptor opened with O_APPEND.
 //
+// It serves FORGET apart from the requests that give the kernel nodes
+// (see Forget).
+//
 // In passthrough mode it also completes OPEN and CREATE replies with the
 // backing file a node chose, and tells the node when the kernel released
 // the file, after go-fuse did (see passthrough.go).
@@ -45,7 +48,7 @@ func (r rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, ou
 	if !r.s.passthrough {
 		return fuse.ENOSYS
 	}
-	st := r.RawFileSystem.Create(cancel, in, name, out)
+	st := giving(r.s, func() fuse.Status { return r.RawFileSystem.Create(cancel, in, name, out) })
 	if st == fuse.OK {
 		r.s.opened(cancel, &out.OpenOut)
 	}
@@ -96,6 +99,58 @@ func (s *Server) writeOf(ctx context.Context) (kill, appending bool) {
 	}
 	in := v.(*fuse.WriteIn)
 	return in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0, in.Flags&syscall.O_APPEND != 0
+}
+
+// Forget implements fuse.RawFileSystem. A FORGET is served while no
+// request that gives the kernel nodes is (Lookup and the others below).
+// go-fuse drops a node before it calls the node's OnForget: a lookup
+// served in between found the node still in the server's table
+// (nodes.Table), so it took the node it made for the same identity for
+// one go-fuse would discard, and go-fuse kept that one instead; once
+// the OnForget came, the table knew neither, and a write through a twin
+// left the attributes the kernel keeps for it stale
+// (TestForgetDuringLookup).
+func (r rawFS) Forget(nodeid, nlookup uint64) {
+	r.s.forgets.Lock()
+	defer r.s.forgets.Unlock()
+	r.RawFileSystem.Forget(nodeid, nlookup)
+}
+
+// giving runs a request that gives the kernel nodes (see Forget).
+func giving[T any](s *Server, serve func() T) T {
+	s.forgets.RLock()
+	defer s.forgets.RUnlock()
+	return serve()
+}
+
+// Lookup implements fuse.RawFileSystem.
+func (r rawFS) Lookup(cancel <-chan struct{}, header *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	return giving(r.s, func() fuse.Status { return r.RawFileSystem.Lookup(cancel, header, name, out) })
+}
+
+// Mknod implements fuse.RawFileSystem.
+func (r rawFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	return giving(r.s, func() fuse.Status { return r.RawFileSystem.Mknod(cancel, in, name, out) })
+}
+
+// Mkdir implements fuse.RawFileSystem.
+func (r rawFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	return giving(r.s, func() fuse.Status { return r.RawFileSystem.Mkdir(cancel, in, name, out) })
+}
+
+// Link implements fuse.RawFileSystem.
+func (r rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	return giving(r.s, func() fuse.Status { return r.RawFileSystem.Link(cancel, in, name, out) })
+}
+
+// Symlink implements fuse.RawFileSystem.
+func (r rawFS) Symlink(cancel <-chan struct{}, header *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+	return giving(r.s, func() fuse.Status { return r.RawFileSystem.Symlink(cancel, header, target, name, out) })
+}
+
+// ReadDirPlus implements fuse.RawFileSystem.
+func (r rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return giving(r.s, func() fuse.Status { return r.FS.ReadDirPlus(cancel, in, out) })
 }
 
 // Release implements fuse.RawFileSystem.

@@ -86,9 +86,12 @@ type Server struct {
 	writing sync.Map
 	files   sync.Map // file handle number → *openFile
 
-	nodes    nodes.Table[*node] // which node stands for which object
-	listings listings           // listings read on by the next requests
-	cache    invalidate.Cache   // read only once Mount set it up
+	nodes nodes.Table[*node] // which node stands for which object
+	// forgets: held for writing while a FORGET is served, for reading
+	// while a request that gives the kernel nodes is (see rawFS.Forget)
+	forgets  sync.RWMutex
+	listings listings         // listings read on by the next requests
+	cache    invalidate.Cache // read only once Mount set it up
 }
 
 // Mount serves d's merged view at mountpoint, an existing directory
