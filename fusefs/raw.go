@@ -10,6 +10,7 @@ import (
 
 	"github.com/draftfs/draftfs/fusefs/internal/mountopts"
 	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
+	"github.com/draftfs/draftfs/fusefs/internal/uring"
 )
 
 // rawFS is go-fuse's node file system with directories served without
@@ -114,6 +115,17 @@ func (r rawFS) Forget(nodeid, nlookup uint64) {
 	r.s.forgets.Lock()
 	defer r.s.forgets.Unlock()
 	r.RawFileSystem.Forget(nodeid, nlookup)
+}
+
+// ForgetBatch implements uring.BatchForgetter: the nodes of a
+// BATCH_FORGET (hundreds when the kernel drops its caches) are served
+// under one hold of the lock, not one each.
+func (r rawFS) ForgetBatch(nodes []uring.Forgot) {
+	r.s.forgets.Lock()
+	defer r.s.forgets.Unlock()
+	for _, f := range nodes {
+		r.RawFileSystem.Forget(f.NodeID, f.Nlookup)
+	}
 }
 
 // giving runs a request that gives the kernel nodes (see Forget).

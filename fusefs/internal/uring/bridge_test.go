@@ -71,7 +71,7 @@ func goFuseMount(tb testing.TB, raw fuse.RawFileSystem, mo fuse.MountOptions, tr
 		return rh(req, out)
 	}
 	if !ring {
-		ds, err := ServeDev(dev, mo.MaxWrite, h, raw.Forget)
+		ds, err := ServeDev(dev, mo.MaxWrite, h, ForgetEach(raw.Forget))
 		if err != nil {
 			go serve(nil)
 			tb.Fatal(err)
@@ -80,7 +80,7 @@ func goFuseMount(tb testing.TB, raw fuse.RawFileSystem, mo fuse.MountOptions, tr
 	} else {
 		rs, err := Serve(dev, 2, max(mo.MaxWrite, 128<<10), h)
 		if err == nil {
-			err = rs.Control(raw.Forget)
+			err = rs.Control(ForgetEach(raw.Forget))
 		}
 		go serve(func() {
 			if err := rs.Wait(); err != nil {

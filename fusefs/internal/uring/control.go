@@ -2,6 +2,7 @@ package uring
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -25,7 +26,7 @@ const (
 // never there, so an interrupt another reader takes is lost and the
 // interrupted caller waits for the request to finish on its own. The
 // reader ends with the connection; Wait waits for it too.
-func (s *Server) Control(forget func(nodeID, nlookup uint64)) error {
+func (s *Server) Control(forget Forgetter) error {
 	// A dup of its own: the reader may still be in read(2) when the
 	// workers' descriptor is closed.
 	fd, err := unix.FcntlInt(uintptr(s.dev), unix.F_DUPFD_CLOEXEC, 0)
@@ -41,7 +42,7 @@ func (s *Server) Control(forget func(nodeID, nlookup uint64)) error {
 	return nil
 }
 
-func (s *Server) control(fd int, forget func(nodeID, nlookup uint64)) {
+func (s *Server) control(fd int, forget Forgetter) {
 	const hsize = int(unsafe.Sizeof(fuse.InHeader{}))
 	// The kernel refuses a read(2) buffer that could not hold its
 	// largest request, a WRITE of max_write bytes.
@@ -64,30 +65,43 @@ func (s *Server) control(fd int, forget func(nodeID, nlookup uint64)) {
 	}
 }
 
+// Forgetter takes the nodes the kernel forgot, from one FORGET or
+// BATCH_FORGET (never the poll hack's node); the slice is only valid
+// during the call.
+type Forgetter func([]Forgot)
+
+// Forgot is a node the kernel forgot (struct fuse_forget_one): its ID,
+// and how many of its lookups the kernel forgot.
+type Forgot struct{ NodeID, Nlookup uint64 }
+
+// ForgetEach is a Forgetter that hands each node to forget.
+func ForgetEach(forget func(nodeID, nlookup uint64)) Forgetter {
+	return func(nodes []Forgot) {
+		for _, f := range nodes {
+			forget(f.NodeID, f.Nlookup)
+		}
+	}
+}
+
 // unanswered takes the requests that get no reply, which the kernel
 // sends on /dev/fuse only: FORGET and BATCH_FORGET, handed to forget,
 // and INTERRUPT, which cancels its request (see flights). It reports
-// whether in was one of them; arg is what follows the header.
-func (f *flights) unanswered(in *fuse.InHeader, arg []byte, forget func(nodeID, nlookup uint64)) bool {
+// whether in was one of them; arg is what follows the header (a batch's
+// nodes are handed over in place).
+func (f *flights) unanswered(in *fuse.InHeader, arg []byte, forget Forgetter) bool {
 	switch in.Opcode {
 	case opForget: // struct fuse_forget_in
 		if len(arg) >= 8 && in.NodeId != pollHackInode {
-			forget(in.NodeId, *(*uint64)(unsafe.Pointer(&arg[0])))
+			forget([]Forgot{{in.NodeId, *(*uint64)(unsafe.Pointer(&arg[0]))}})
 		}
 	case opBatchForget: // struct fuse_batch_forget_in, then fuse_forget_one each
 		if len(arg) < 8 {
 			return true
 		}
-		count := int(*(*uint32)(unsafe.Pointer(&arg[0])))
-		for i := range count {
-			off := 8 + 16*i
-			if off+16 > len(arg) {
-				break
-			}
-			node := *(*uint64)(unsafe.Pointer(&arg[off]))
-			if node != pollHackInode {
-				forget(node, *(*uint64)(unsafe.Pointer(&arg[off+8])))
-			}
+		count := min(int(*(*uint32)(unsafe.Pointer(&arg[0]))), (len(arg)-8)/16)
+		if count > 0 {
+			nodes := unsafe.Slice((*Forgot)(unsafe.Pointer(&arg[8])), count)
+			forget(slices.DeleteFunc(nodes, func(f Forgot) bool { return f.NodeID == pollHackInode }))
 		}
 	case opInterrupt: // struct fuse_interrupt_in
 		if len(arg) >= 8 {

@@ -52,7 +52,7 @@ const opInit = 26
 type DevServer struct {
 	dev     int // a dup of the connection's descriptor, ours to close
 	handler Handler
-	forget  func(nodeID, nlookup uint64)
+	forget  Forgetter
 	payload int
 	flights
 	// reading is held by the goroutine waiting in read(2) (see read).
@@ -83,7 +83,7 @@ type devSlot struct {
 // takes FORGET and BATCH_FORGET; maxPayload is the INIT reply's
 // max_write (the kernel refuses a read(2) buffer that could not hold
 // the largest WRITE).
-func ServeDev(dev int, maxPayload int, h Handler, forget func(nodeID, nlookup uint64)) (*DevServer, error) {
+func ServeDev(dev int, maxPayload int, h Handler, forget Forgetter) (*DevServer, error) {
 	own, err := unix.FcntlInt(uintptr(dev), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

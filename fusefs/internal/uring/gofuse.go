@@ -36,6 +36,12 @@ func PrepareMount(mp string, mo *fuse.MountOptions, ring bool) (dev int, mountAr
 	return dev, fmt.Sprintf("/dev/fd/%d", dev), nil
 }
 
+// BatchForgetter is a file system that takes the nodes of a
+// BATCH_FORGET together (see Forgetter).
+type BatchForgetter interface {
+	ForgetBatch([]Forgot)
+}
+
 // ServeGoFuse serves srv's requests (srv mounted on dev by PrepareMount,
 // INIT answered) through RawHandler, and returns what serves the mount
 // in place of srv.Serve, which returns once the connection ended, and
@@ -46,9 +52,13 @@ func PrepareMount(mp string, mo *fuse.MountOptions, ring bool) (dev int, mountAr
 // nothing is lost but the ring's speed. go-fuse's Server only sends
 // notifications; once the connection is gone its Serve reads ENODEV at
 // once, closes its descriptor and tells the file system it was
-// unmounted.
+// unmounted. Forgets go to raw's ForgetBatch where it has one.
 func ServeGoFuse(srv *fuse.Server, dev int, raw fuse.RawFileSystem, mo *fuse.MountOptions, logf func(string, ...any)) (serve func(), ring bool) {
 	h := RawHandler(raw, mo)
+	forget := ForgetEach(raw.Forget)
+	if b, ok := raw.(BatchForgetter); ok {
+		forget = b.ForgetBatch
+	}
 	wait := func(rs *Server) {
 		if err := rs.Wait(); err != nil {
 			logf("fusefs: io_uring: %v", err)
@@ -62,7 +72,7 @@ func ServeGoFuse(srv *fuse.Server, dev int, raw fuse.RawFileSystem, mo *fuse.Mou
 			err = errors.New("not agreed at INIT")
 		default:
 			if rs, err = Serve(dev, Workers, mo.MaxWrite, h); err == nil {
-				err = rs.Control(raw.Forget)
+				err = rs.Control(forget)
 			}
 		}
 		if err == nil {
@@ -73,7 +83,7 @@ func ServeGoFuse(srv *fuse.Server, dev int, raw fuse.RawFileSystem, mo *fuse.Mou
 		}
 		logf("fusefs: io_uring: %v; serving over /dev/fuse", err)
 	}
-	ds, err := ServeDev(dev, mo.MaxWrite, h, raw.Forget)
+	ds, err := ServeDev(dev, mo.MaxWrite, h, forget)
 	if err != nil {
 		logf("fusefs: serving /dev/fuse: %v; go-fuse serves it", err)
 		return srv.Serve, false
