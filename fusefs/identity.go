@@ -78,7 +78,11 @@ func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, f
 		(*hook)(key)
 	}
 	retry := s.retrying.Is(callerPid(ctx), key)
-	return s.nodes.Child(ctx, parent, key, fi, retry, s.fsys.Lstat, func() *node { return &node{srv: s} })
+	in := s.nodes.Child(ctx, parent, key, fi, retry, s.fsys.Lstat, func() *node { return &node{srv: s} })
+	if hook := testHookMade.Load(); hook != nil {
+		(*hook)(key)
+	}
+	return in
 }
 
 // OnForget implements NodeOnForgetter: the kernel forgot n, and go-fuse
@@ -94,10 +98,12 @@ func (n *node) OnForget() {
 }
 
 // Test hooks: testHookLookup runs as a lookup of key found its object,
-// before it makes a node; testHookForget as go-fuse dropped a node,
-// before the server's table hears of it.
+// before it takes a node; testHookMade once it took one, before go-fuse
+// registers it; testHookForget as go-fuse dropped a node, before the
+// server's table hears of it.
 var (
 	testHookLookup atomic.Pointer[func(key string)]
+	testHookMade   atomic.Pointer[func(key string)]
 	testHookForget atomic.Pointer[func(*node)]
 )
 

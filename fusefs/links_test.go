@@ -6,9 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/draftfs/draftfs/fusefs/internal/nodes"
 )
 
 // TestDirLinksThroughMount: a directory's link count is 2 and one per
@@ -67,5 +71,57 @@ func TestDirLinksThroughMount(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		check(s.name)
+	}
+}
+
+// TestLinksLookedUpAtOnce: two names of one file on disk, looked up at
+// once, the first lookup's node registered by go-fuse after the second's:
+// the server records the node go-fuse keeps for both names (it would
+// have recorded the first lookup's, which go-fuse discarded).
+func TestLinksLookedUpAtOnce(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"f": "one\n"}, beforeOpen: func(t testing.TB, root string) {
+		if err := os.Link(filepath.Join(root, "f"), filepath.Join(root, "g")); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	made, second := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func(key string) {
+		if key == "f" {
+			once.Do(func() {
+				close(made)
+				waitFor(second, 5*time.Second)
+			})
+		}
+	}
+	testHookMade.Store(&hook)
+	defer testHookMade.Store(nil)
+	first := make(chan error, 1)
+	go func() {
+		_, err := os.Lstat(filepath.Join(m.mnt, "f"))
+		first <- err
+	}()
+	if !waitFor(made, 5*time.Second) {
+		t.Fatal("f was not looked up")
+	}
+	_, err := os.Lstat(filepath.Join(m.mnt, "g"))
+	close(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	testHookMade.Store(nil)
+
+	known, ok := m.srv.nodes.Known(ino(t, filepath.Join(m.mnt, "f")), false)
+	if !ok {
+		t.Fatal("no node recorded for the file")
+	}
+	root := &m.srv.root.Inode
+	for _, name := range []string{"f", "g"} {
+		if in := nodes.At(root, name); in != known.EmbeddedInode() {
+			t.Errorf("%s: go-fuse keeps node %p, the server recorded %p", name, in, known.EmbeddedInode())
+		}
 	}
 }

@@ -90,14 +90,13 @@ func (t *Table[N]) Named(n N) (N, string, bool) {
 	return t.Successor(n)
 }
 
-// Child returns the node for fi, found at key below parent, made by mk
-// when go-fuse has none for its identity (inode number, type and
-// generation). go-fuse keeps the node it already has and drops the
-// new one, unless the node it has is only known under a name that no
-// longer names its object (moved elsewhere by the engine, as lstat
+// Child returns the node for fi, found at key below parent: the node
+// recorded for its identity (inode number, type and generation) while
+// go-fuse keeps it, else one made by mk. The object gets a fresh node
+// (a new generation) when the node it has is only known under a name
+// that no longer names it (moved elsewhere by the engine, as lstat
 // tells): that name may still be in the kernel's cache, and opens
-// through it must not reach the object, so the object gets a fresh
-// node (a new generation) here. With retry (the retry of an open
+// through it must not reach the object. With retry (the retry of an open
 // answered ESTALE) it gets a fresh node too. A directory a commit or
 // an undo renumbered keeps its node (see Renumbered).
 func (t *Table[N]) Child(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, retry bool, lstat func(string) (fs.FileInfo, error), mk func() N) *gofs.Inode {
@@ -125,7 +124,18 @@ func (t *Table[N]) Child(ctx context.Context, parent *gofs.Inode, key string, fi
 	sa := t.Stable(fi)
 	_, name := Split(key)
 	old := parent.GetChild(name)
-	in := parent.NewInode(ctx, mk(), sa)
+	// The node recorded for the identity, if live, is the one go-fuse
+	// keeps: a node made beside it would be discarded. Two lookups of a
+	// new object served at once (two hard links' names) take the node
+	// the first made, so that the one recorded is the one go-fuse
+	// registers, whichever registers first. The kernel forgets no node
+	// meanwhile (see package fusefs, Locking).
+	var in *gofs.Inode
+	if k, ok := t.Live(sa); ok {
+		in = k.EmbeddedInode()
+	} else {
+		in = parent.NewInode(ctx, mk(), sa)
+	}
 	// Recorded once go-fuse set it up: others read its identity.
 	n := in.Operations().(N)
 	n.SetKey(key)
