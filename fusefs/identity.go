@@ -74,9 +74,6 @@ func (n *node) currentBy(lstat func(string) (fs.FileInfo, error)) (string, fs.Fi
 // answered ESTALE gets a fresh node (see moveAway).
 func (s *Server) newChild(ctx context.Context, parent *gofs.Inode, key string, fi fs.FileInfo, out *fuse.Attr) *gofs.Inode {
 	s.fill(out, fi)
-	if hook := testHookLookup.Load(); hook != nil {
-		(*hook)(key)
-	}
 	retry := s.retrying.Is(callerPid(ctx), key)
 	in := s.nodes.Child(ctx, parent, key, fi, retry, s.fsys.Lstat, func() *node { return &node{srv: s} })
 	if hook := testHookMade.Load(); hook != nil {
@@ -97,12 +94,10 @@ func (n *node) OnForget() {
 	n.srv.nodes.Forget(n, n.Next())
 }
 
-// Test hooks: testHookLookup runs as a lookup of key found its object,
-// before it takes a node; testHookMade once it took one, before go-fuse
-// registers it; testHookForget as go-fuse dropped a node, before the
-// server's table hears of it.
+// Test hooks: testHookMade runs once a lookup of key took a node,
+// before go-fuse registers it; testHookForget as go-fuse dropped a node,
+// before the server's table hears of it.
 var (
-	testHookLookup atomic.Pointer[func(key string)]
 	testHookMade   atomic.Pointer[func(key string)]
 	testHookForget atomic.Pointer[func(*node)]
 )

@@ -420,10 +420,11 @@ func TestForgetDuringLookup(t *testing.T) {
 	ino := ino(t, f)
 
 	// g's node is kept by a descriptor alone while its entry goes; a
-	// lookup of g begins, and the descriptor is closed: the kernel
-	// forgets the node while the lookup is served, unless the server
-	// holds the forget off until the lookup is answered (then the lookup
-	// gave the kernel the same node again, and it is not dropped).
+	// lookup of g takes a node, and the descriptor is closed: the
+	// kernel forgets the node before go-fuse registers the lookup's,
+	// unless the server holds the forget off until the lookup is
+	// answered (then the lookup gave the kernel the same node again,
+	// and it is not dropped).
 	pathFd, err := syscall.Open(g, unix.O_PATH, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -449,9 +450,9 @@ func TestForgetDuringLookup(t *testing.T) {
 			})
 		}
 	}
-	testHookLookup.Store(&lookupHook)
+	testHookMade.Store(&lookupHook)
 	testHookForget.Store(&forgetHook)
-	defer testHookLookup.Store(nil)
+	defer testHookMade.Store(nil)
 	defer testHookForget.Store(nil)
 	made := make(chan error, 1)
 	go func() {
