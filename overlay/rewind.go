@@ -109,7 +109,7 @@ func (tl *timeline) stage(target *cpState) error {
 		d.mu.RLock()
 		name := d.dataOf(ino)
 		d.mu.RUnlock()
-		if cur, err := tl.content(ino, name); err == nil && cur.Hash == cd.Hash {
+		if cur, _, err := tl.content(ino, name); err == nil && cur.Hash == cd.Hash {
 			if err := os.Link(d.dataPath(name), tmp); err != nil {
 				return err
 			}

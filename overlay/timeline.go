@@ -42,6 +42,11 @@ const DefaultQuiet = 2 * time.Second
 // checkpoint counts.
 const statMax = 16 << 20
 
+// freshMax is the most content a checkpoint keeps in memory from its
+// capture to its line counts; the rest is read back from the chunks. A
+// variable for tests.
+var freshMax = 32 << 20
+
 // Author says who made a step.
 type Author struct {
 	Source Source `json:"source"`
@@ -130,6 +135,12 @@ type timeline struct {
 	// the last checkpoint (see seed).
 	known  map[uint64]*cpData
 	seeded bool
+	// fresh holds the content a capture read, by hash, at most freshMax
+	// bytes of it, for the checkpoint's line counts of new files (see
+	// changed); freshBytes is its size. Cleared when the checkpoint is
+	// recorded.
+	fresh      map[string][]byte
+	freshBytes int
 	// holds counts steps under way (BeginStep): the quiet period makes
 	// no checkpoint meanwhile.
 	holds int
@@ -317,6 +328,7 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 // to write and its state, nil when nothing changed since the last one
 // (see checkpointLocked). Must be called within a batch of tl.chunks.
 func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint, *cpState, error) {
+	defer func() { tl.fresh, tl.freshBytes = nil, 0 }()
 	st, logEnd, err := tl.capture()
 	if err != nil {
 		return nil, nil, err

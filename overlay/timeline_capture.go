@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -178,7 +180,7 @@ func (tl *timeline) captureData(st, prev *cpState, inos map[uint64]struct{}) err
 			}
 			continue
 		}
-		cd, err := tl.content(ino, n.dataName(ino))
+		cd, b, err := tl.content(ino, n.dataName(ino))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // dropped since the metadata was read
 		}
@@ -186,6 +188,13 @@ func (tl *timeline) captureData(st, prev *cpState, inos map[uint64]struct{}) err
 			return err
 		}
 		st.Data[ino] = cd
+		if b != nil && len(b) <= statMax && tl.freshBytes+len(b) <= freshMax {
+			if tl.fresh == nil {
+				tl.fresh = map[string][]byte{}
+			}
+			tl.fresh[cd.Hash] = b
+			tl.freshBytes += len(b)
+		}
 	}
 	for _, e := range st.Entries {
 		if e.Base == nil || !e.Base.Kept || st.Blobs[e.Base.Hash] != nil {
@@ -224,35 +233,61 @@ func (tl *timeline) verifyData(ino uint64, name string, cd *cpData) error {
 }
 
 // content returns the content of ino's data file name in the chunk
-// store.
-func (tl *timeline) content(ino uint64, name string) (*cpData, error) {
-	p := tl.d.dataPath(name)
-	fi, err := os.Stat(p)
+// store, and the bytes it read (nil when the file is as tl.known has
+// it, unread).
+func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
+	d := tl.d
+	f, err := d.openData(name, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
 	}
 	if k := tl.known[ino]; k != nil && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() {
-		return k, nil
+		return k, nil, nil
 	}
-	b, err := os.ReadFile(p)
+	b, err := readAll(f, fi.Size())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Read without the draft's lock: the file may have gone meanwhile
 	// and, emptied, become a new inode's (see spares). Then what was
 	// read is not ino's, and ino counts as gone.
-	if now, err := os.Stat(p); err != nil || !os.SameFile(fi, now) || !tl.d.holds(ino, name) {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	var now unix.Stat_t
+	if st, _ := fi.Sys().(*syscall.Stat_t); st == nil || d.statData(name, &now) != nil || now.Ino != st.Ino || !d.holds(ino, name) {
+		return nil, nil, &fs.PathError{Op: "read", Path: d.dataPath(name), Err: fs.ErrNotExist}
 	}
 	cd := &cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano()}
 	if cd.Chunks, err = tl.chunks.put(b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(cd.Chunks) == 1 && cd.Chunks[0] == cd.Hash {
 		cd.Hash = cd.Chunks[0] // one string for both
 	}
 	tl.known[ino] = cd // shared with the states, which change none
-	return cd, nil
+	return cd, b, nil
+}
+
+// readAll reads r to its end, size bytes expected: one allocation when
+// that is all there is.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size+1) // +1: room for the read that sees the end
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) { // grew since
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // lastState is the last checkpoint's state, nil when there is none.

@@ -42,7 +42,11 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 		if eb == nil {
 			cur, curSize = baseChunks(a, ea)
 		}
-		if old != nil || cur != nil {
+		switch fresh := tl.fresh[b.contentOf(eb)]; {
+		case old == nil && cur != nil && fresh != nil: // new, just read
+			ad, _, _ := textmerge.Stat(nil, fresh)
+			added += ad
+		case old != nil || cur != nil:
 			ad, de := tl.statChunks(old, cur, oldSize, curSize)
 			added, deleted = added+ad, deleted+de
 		}
