@@ -335,7 +335,7 @@ func (f *lowerFile) stat() (fs.FileInfo, error) {
 		// An editor's file, closed unsaved since: its text as last seen.
 		now := time.Now()
 		return &fileInfo{name: baseOf(f.key), size: int64(len(f.text)), mode: 0o644, mtime: now,
-			attr: Attr{Ino: f.ino, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: now, Ctime: now}}, nil
+			attr: Attr{Ino: f.ino, Uid: uint32(selfUID), Gid: uint32(selfGID), Atime: now, Ctime: now}}, nil
 	}
 	// Gone from the lower layers (deleted on disk): the open file still is.
 	dfi, serr := f.disk.Stat()

@@ -21,6 +21,11 @@ const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREATE | os.O_TRUNC
 
+// selfUID and selfGID own what the engine makes and what it shows of
+// its own: the process's, asked once (os.Getuid asks the kernel at
+// every call, a system call per file created).
+var selfUID, selfGID = os.Getuid(), os.Getgid()
+
 // Create implements afero.Fs.
 func (f *Fs) Create(name string) (afero.File, error) {
 	return f.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
@@ -221,7 +226,7 @@ func (d *Draft) createLocked(key string, k kind, mode fs.FileMode, target string
 	t := &txn{}
 	ino := d.allocIno(t)
 	now := time.Now().UnixNano()
-	n := &inode{Mode: mode & permBits, Target: target, Mtime: now, Atime: now, Ctime: now, Uid: os.Getuid(), Gid: os.Getgid()}
+	n := &inode{Mode: mode & permBits, Target: target, Mtime: now, Atime: now, Ctime: now, Uid: selfUID, Gid: selfGID}
 	e := &entry{Kind: k, Ino: ino, Base: b}
 	op := "create"
 	switch k {

@@ -58,7 +58,7 @@ func infoFrom(name, lowerPath string, fi fs.FileInfo) *fileInfo {
 		}
 		return i
 	}
-	i.attr = Attr{Ino: syntheticIno(lowerPath), Nlink: 1, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: i.mtime, Ctime: i.mtime}
+	i.attr = Attr{Ino: syntheticIno(lowerPath), Nlink: 1, Uid: uint32(selfUID), Gid: uint32(selfGID), Atime: i.mtime, Ctime: i.mtime}
 	if i.mode.IsDir() {
 		i.attr.Nlink = 2
 	}
@@ -103,7 +103,7 @@ func (d *Draft) lowerInfo(name, lowerPath string, fi fs.FileInfo, err error) (*f
 			i.size, i.mtime = int64(len(s.Text)), s.Modified
 			i.mode = fi.Mode().Perm()
 		} else {
-			i.attr = Attr{Ino: syntheticIno(lowerPath), Nlink: 1, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: s.Modified, Ctime: s.Modified}
+			i.attr = Attr{Ino: syntheticIno(lowerPath), Nlink: 1, Uid: uint32(selfUID), Gid: uint32(selfGID), Atime: s.Modified, Ctime: s.Modified}
 		}
 		return i, nil
 	}
@@ -115,7 +115,7 @@ func (d *Draft) lowerInfo(name, lowerPath string, fi fs.FileInfo, err error) (*f
 			// A directory the editor has a new file in, not saved yet.
 			now := time.Now()
 			return &fileInfo{name: name, mode: fs.ModeDir | 0o755, mtime: now,
-				attr: Attr{Ino: syntheticIno(lowerPath), Nlink: 2, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Atime: now, Ctime: now}}, nil
+				attr: Attr{Ino: syntheticIno(lowerPath), Nlink: 2, Uid: uint32(selfUID), Gid: uint32(selfGID), Atime: now, Ctime: now}}, nil
 		}
 		return nil, err
 	}
