@@ -41,9 +41,11 @@
 // the kernel. Every namespace change is appended, before it returns, as
 // one checksummed record to a write-ahead log (draft.wal): a single
 // write(2), a few microseconds. The log is checkpointed into a bbolt
-// database (draft.db) every few thousand records, when the draft is
-// closed or opened, and before the database is read (log, undo,
-// commit); a checkpoint makes the database durable before the log is
+// database (draft.db) once it holds a few thousand records and the
+// draft's changes pause for a moment (at once, in a change, only past
+// four times that or 16 MiB: a burst of changes does not wait for it),
+// when the draft is closed or opened, and before the database is read
+// (log, undo, commit); a checkpoint makes the database durable before the log is
 // emptied, and records the last sequence number it holds, so a crash at
 // any point replays nothing twice and loses nothing. A killed process
 // loses no acknowledged change (the kernel holds written pages; a record

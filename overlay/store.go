@@ -43,12 +43,19 @@ const firstDraftIno = 1 << 63
 // an object it created, rather than the disk's.
 func DraftIno(ino uint64) bool { return ino >= firstDraftIno }
 
-// Checkpoints happen once the write-ahead log holds this many records or
-// bytes.
+// A checkpoint is due once the write-ahead log holds checkpointRecords
+// records. It happens when the draft's changes pause for checkpointIdle,
+// not in the change that reached the count, so that a burst of changes
+// (an untar) is not held up by it, and at once in the change that takes
+// the log to checkpointRecordsMax records or checkpointBytes bytes.
 const (
-	checkpointRecords = 4096
-	checkpointBytes   = 16 << 20
+	checkpointRecords    = 4096
+	checkpointRecordsMax = 4 * checkpointRecords
+	checkpointBytes      = 16 << 20
 )
+
+// checkpointIdle: see checkpointRecords. A variable for tests.
+var checkpointIdle = 100 * time.Millisecond
 
 // store persists one draft's metadata: every change is appended to a
 // write-ahead log (draft.wal) before it returns, and the log is
@@ -75,6 +82,12 @@ type store struct {
 	// checkpointErr is why the last checkpoint failed, nil once one
 	// succeeds.
 	checkpointErr error
+	// lastWrite is when the last record was written once a checkpoint
+	// was due; idleArmed: a timer will look whether the changes paused
+	// since (see checkpointWhenIdle); closed: the store was closed.
+	lastWrite time.Time
+	idleArmed bool
+	closed    bool
 	// heads are the heads of the commit records written or decoded, by
 	// id (see commitHead).
 	heads map[uint64]*commitHead
@@ -111,6 +124,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 func (s *store) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	var err error
 	if !s.readOnly {
 		err = s.checkpointLocked()
@@ -305,14 +319,46 @@ func (s *store) write(t *txn) error {
 		s.heads[id] = h
 	}
 	s.records++
-	if (s.records >= checkpointRecords || s.size >= checkpointBytes) && s.records >= s.retryAt {
+	switch {
+	case s.records < s.retryAt:
+	case s.records >= checkpointRecordsMax || s.size >= checkpointBytes:
 		// The change is in the log: a failed checkpoint loses nothing
 		// and is retried later.
-		if s.checkpointLocked() != nil {
-			s.retryAt = s.records + checkpointRecords
+		s.checkpointOrRetry()
+	case s.records >= checkpointRecords:
+		s.lastWrite = time.Now()
+		if !s.idleArmed {
+			s.idleArmed = true
+			time.AfterFunc(checkpointIdle, s.checkpointWhenIdle)
 		}
 	}
 	return nil
+}
+
+// checkpointWhenIdle checkpoints the log, due since a change took it to
+// checkpointRecords records, once no change came for checkpointIdle.
+func (s *store) checkpointWhenIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.records < checkpointRecords || s.records < s.retryAt {
+		s.idleArmed = false // done meanwhile, or not due again yet
+		return
+	}
+	if wait := checkpointIdle - time.Since(s.lastWrite); wait > 0 {
+		time.AfterFunc(wait, s.checkpointWhenIdle)
+		return
+	}
+	s.idleArmed = false
+	s.checkpointOrRetry()
+}
+
+// checkpointOrRetry checkpoints the log, or, when that fails, has the
+// next try wait for checkpointRecords more records (or close, or a read
+// of the database). Must be called with s.mu held.
+func (s *store) checkpointOrRetry() {
+	if s.checkpointLocked() != nil {
+		s.retryAt = s.records + checkpointRecords
+	}
 }
 
 // append writes one frame to the log, or nothing. Must be called with

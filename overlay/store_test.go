@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -146,24 +147,64 @@ func TestStoreCheckpointCutShort(t *testing.T) {
 	reopen(t, dir, 60).close()
 }
 
-// The log is checkpointed once it holds checkpointRecords records, so it
-// stays small however many changes a draft sees.
+// The log is checkpointed at once when it holds checkpointRecordsMax
+// records, so it stays small however many changes a draft sees without
+// a pause; at checkpointRecords it waits for one.
 func TestStoreCheckpointsAsItGoes(t *testing.T) {
+	defer func(d time.Duration) { checkpointIdle = d }(checkpointIdle)
+	checkpointIdle = time.Hour // no pause here
 	dir := t.TempDir()
 	s, err := openStore(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeInodes(t, s, 1, checkpointRecords+11)
-	if s.records != 10 {
-		t.Fatalf("%d records in the log after %d changes, want 10", s.records, checkpointRecords+10)
+	s.checkpointWhenIdle() // as the timer does: changes came within checkpointIdle
+	if n := logRecords(s); n != checkpointRecords+10 {
+		t.Fatalf("%d records in the log after %d changes without a pause, want them all", n, checkpointRecords+10)
+	}
+	writeInodes(t, s, checkpointRecords+11, checkpointRecordsMax+11)
+	if n := logRecords(s); n != 10 {
+		t.Fatalf("%d records in the log after %d changes, want 10", n, checkpointRecordsMax+10)
 	}
 	fi, err := os.Stat(s.walPath)
 	if err != nil || fi.Size() != s.size || s.size == 0 {
 		t.Fatalf("log is %v bytes (%v), want %d", fi.Size(), err, s.size)
 	}
 	crash(t, s)
+	reopen(t, dir, checkpointRecordsMax+10).close()
+}
+
+// A log holding checkpointRecords records is checkpointed once the
+// changes pause for checkpointIdle; one holding fewer is not.
+func TestStoreCheckpointsWhenIdle(t *testing.T) {
+	defer func(d time.Duration) { checkpointIdle = d }(checkpointIdle)
+	checkpointIdle = 20 * time.Millisecond
+	dir := t.TempDir()
+	s, err := openStore(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeInodes(t, s, 1, checkpointRecords+1)
+	for start := time.Now(); logRecords(s) != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%d records still in the log 10 s after the last change", logRecords(s))
+		}
+	}
+	writeInodes(t, s, checkpointRecords+1, checkpointRecords+11)
+	time.Sleep(10 * checkpointIdle)
+	if n := logRecords(s); n != 10 {
+		t.Fatalf("%d records in the log, want the 10 written since the checkpoint", n)
+	}
+	crash(t, s)
 	reopen(t, dir, checkpointRecords+10).close()
+}
+
+// logRecords is how many records s's log holds.
+func logRecords(s *store) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.records
 }
 
 // A draft made before the write-ahead log existed (format 1) opens and
