@@ -54,7 +54,8 @@ const (
 	checkpointBytes      = 16 << 20
 )
 
-// checkpointIdle: see checkpointRecords. A variable for tests.
+// checkpointIdle: see checkpointRecords. A variable for tests, read
+// when a store opens.
 var checkpointIdle = 100 * time.Millisecond
 
 // store persists one draft's metadata: every change is appended to a
@@ -67,7 +68,8 @@ type store struct {
 	walPath  string
 	reserve  string // see keepReserve
 	readOnly bool
-	applied  uint64 // read only after open: the database's walApplied
+	applied  uint64        // read only after open: the database's walApplied
+	idle     time.Duration // read only: checkpointIdle
 
 	mu      sync.Mutex // protects the following
 	wal     *os.File   // opened O_APPEND
@@ -329,14 +331,14 @@ func (s *store) write(t *txn) error {
 		s.lastWrite = time.Now()
 		if !s.idleArmed {
 			s.idleArmed = true
-			time.AfterFunc(checkpointIdle, s.checkpointWhenIdle)
+			time.AfterFunc(s.idle, s.checkpointWhenIdle)
 		}
 	}
 	return nil
 }
 
 // checkpointWhenIdle checkpoints the log, due since a change took it to
-// checkpointRecords records, once no change came for checkpointIdle.
+// checkpointRecords records, once no change came for s.idle.
 func (s *store) checkpointWhenIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,7 +346,7 @@ func (s *store) checkpointWhenIdle() {
 		s.idleArmed = false // done meanwhile, or not due again yet
 		return
 	}
-	if wait := checkpointIdle - time.Since(s.lastWrite); wait > 0 {
+	if wait := s.idle - time.Since(s.lastWrite); wait > 0 {
 		time.AfterFunc(wait, s.checkpointWhenIdle)
 		return
 	}

@@ -24,7 +24,7 @@ import (
 // in memory, and the draft still opens.
 func openStore(dir string, readOnly bool) (*store, error) {
 	s := &store{path: filepath.Join(dir, "draft.db"), walPath: filepath.Join(dir, "draft.wal"), readOnly: readOnly, heads: map[uint64]*commitHead{},
-		reserve: filepath.Join(dir, "reserve")}
+		reserve: filepath.Join(dir, "reserve"), idle: checkpointIdle}
 	if err := s.checkMissingDB(); err != nil {
 		return nil, err
 	}
