@@ -3,10 +3,10 @@
 package overlay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -249,10 +249,12 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	if k := tl.known[ino]; k != nil && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() {
 		return k, nil, nil
 	}
-	b, err := readAll(f, fi.Size())
-	if err != nil {
+	var buf bytes.Buffer // one allocation while the file keeps its size
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(f); err != nil {
 		return nil, nil, err
 	}
+	b := buf.Bytes()
 	// Read without the draft's lock: the file may have gone meanwhile
 	// and, emptied, become a new inode's (see spares). Then what was
 	// read is not ino's, and ino counts as gone.
@@ -269,25 +271,6 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	}
 	tl.known[ino] = cd // shared with the states, which change none
 	return cd, b, nil
-}
-
-// readAll reads r to its end, size bytes expected: one allocation when
-// that is all there is.
-func readAll(r io.Reader, size int64) ([]byte, error) {
-	b := make([]byte, 0, size+1) // +1: room for the read that sees the end
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(b) == cap(b) { // grew since
-			b = append(b, 0)[:len(b)]
-		}
-	}
 }
 
 // lastState is the last checkpoint's state, nil when there is none.
