@@ -3,7 +3,6 @@
 package overlay
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +100,7 @@ type pending struct {
 	entries map[string][]byte
 	inodes  map[uint64][]byte
 	nextIno uint64
-	log     []json.RawMessage
+	log     [][]byte
 	commits map[uint64][]byte
 }
 
@@ -228,60 +227,6 @@ func (t *txn) addLog(l LogEntry) {
 	t.log = append(t.log, l)
 }
 
-// record encodes t for the write-ahead log.
-func (t *txn) record() (*walRecord, error) {
-	r := &walRecord{NextIno: t.nextIno, Entries: encodeEach(t.entries, encodeEntry), Inodes: encodeEach(t.inodes, encodeInode)}
-	var err error
-	if r.Commits, err = encodeAll(t.commits); err != nil {
-		return nil, err
-	}
-	for i := range t.log {
-		buf, err := encodeLog(&t.log[i])
-		if err != nil {
-			return nil, err
-		}
-		r.Log = append(r.Log, buf)
-	}
-	return r, nil
-}
-
-// encodeEach encodes each value of m with enc; a nil one stays nil (a
-// delete).
-func encodeEach[K comparable, V any](m map[K]*V, enc func(*V) json.RawMessage) map[K]json.RawMessage {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[K]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = nil
-		if v != nil {
-			out[k] = enc(v)
-		}
-	}
-	return out
-}
-
-// encodeAll encodes each value of m with json.Marshal; a nil one stays
-// nil (a delete).
-func encodeAll[K comparable, V any](m map[K]*V) (map[K]json.RawMessage, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	out := make(map[K]json.RawMessage, len(m))
-	for k, v := range m {
-		if v == nil {
-			out[k] = nil
-			continue
-		}
-		buf, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = buf
-	}
-	return out, nil
-}
-
 // write makes t durable against a crash of the process: once it returns
 // the change is in the write-ahead log (in the kernel's page cache; sync
 // takes it to the disk).
@@ -289,17 +234,13 @@ func (s *store) write(t *txn) error {
 	if s.readOnly {
 		return fmt.Errorf("%s: %w", s.path, errReadOnly)
 	}
-	r, err := t.record()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq := s.seq + 1
+	frame, puts, err := t.encode(seq)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r.Seq = s.seq + 1
-	frame := appendRecord(make([]byte, walHeader, walHeader+r.sizeHint()), r)
-	body := frame[walHeader:]
-	binary.LittleEndian.PutUint32(frame, uint32(len(body)))
-	binary.LittleEndian.PutUint32(frame[4:], crc32.Checksum(body, crcTable))
 	err = s.append(frame)
 	if errors.Is(err, syscall.ENOSPC) && t.reserved && os.Remove(s.reserve) == nil {
 		// The space kept for this: a discard frees space, and must
@@ -309,8 +250,8 @@ func (s *store) write(t *txn) error {
 	if err != nil {
 		return fmt.Errorf("append to %s: %w%s", s.walPath, err, s.fullHint(err))
 	}
-	s.seq, s.size = r.Seq, s.size+int64(len(frame))
-	s.pending.add(r)
+	s.seq, s.size = seq, s.size+int64(len(frame))
+	s.pending.add(puts)
 	for id, c := range t.commits {
 		if c == nil {
 			delete(s.heads, id)
@@ -377,23 +318,41 @@ func (s *store) append(frame []byte) error {
 }
 
 // add merges r into p.
-func (p *pending) add(r *walRecord) {
+func (p *pending) add(r *recordPuts) {
 	if p.entries == nil {
 		p.entries, p.inodes, p.commits = map[string][]byte{}, map[uint64][]byte{}, map[uint64][]byte{}
 	}
+	for _, e := range r.entries {
+		p.entries[e.key] = e.v
+	}
+	for _, e := range r.inodes {
+		p.inodes[e.key] = e.v
+	}
+	for _, e := range r.commits {
+		p.commits[e.key] = e.v
+	}
+	if r.nextIno != 0 {
+		p.nextIno = r.nextIno
+	}
+	p.log = append(p.log, r.log...)
+}
+
+// puts is what r, read back from the log, puts in the database.
+func (r *walRecord) puts() *recordPuts {
+	p := &recordPuts{nextIno: r.NextIno}
+	for _, l := range r.Log {
+		p.log = append(p.log, l)
+	}
 	for k, v := range r.Entries {
-		p.entries[k] = value(v)
+		p.entries = append(p.entries, put[string]{k, value(v)})
 	}
 	for k, v := range r.Inodes {
-		p.inodes[k] = value(v)
+		p.inodes = append(p.inodes, put[uint64]{k, value(v)})
 	}
 	for k, v := range r.Commits {
-		p.commits[k] = value(v)
+		p.commits = append(p.commits, put[uint64]{k, value(v)})
 	}
-	if r.NextIno != 0 {
-		p.nextIno = r.NextIno
-	}
-	p.log = append(p.log, r.Log...)
+	return p
 }
 
 // value is an encoded value, nil for a delete.

@@ -3,10 +3,15 @@
 package overlay
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -14,113 +19,207 @@ import (
 // every change through the mount writes one record, and encoding/json's
 // reflection, its sorting of map keys by reflection and its compacting
 // again of values it was given encoded were a sixth of the daemon's CPU
-// time per file tar creates. The bytes are exactly json.Marshal's
-// (TestEncodersMatchJSON), so records read back as before.
+// time per file tar creates. A record is encoded straight from its txn
+// into its frame, and the database's values are slices of that frame,
+// not maps of values encoded apart first. The bytes are exactly json.Marshal's (TestEncodersMatchJSON), so records
+// read back as before.
 
-// appendRecord appends r as json.Marshal would encode it.
-func appendRecord(b []byte, r *walRecord) []byte {
+// encode frames t as the write-ahead log's record number seq (see
+// walHeader), and returns what the record puts in the database: its
+// values are slices of the frame, encoded once, straight from t.
+func (t *txn) encode(seq uint64) ([]byte, *recordPuts, error) {
+	commits, err := encodeCommits(t.commits)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &recordPuts{nextIno: t.nextIno}
+	var es, is, cs, ls []span
+	b := make([]byte, walHeader, t.sizeHint(commits))
 	b = append(b, `{"q":`...)
-	b = strconv.AppendUint(b, r.Seq, 10)
-	if len(r.Entries) > 0 {
+	b = strconv.AppendUint(b, seq, 10)
+	if len(t.entries) > 0 {
 		b = append(b, `,"e":`...)
-		b = appendRawMap(b, r.Entries, func(k string) string { return k })
+		b, p.entries, es = appendPuts(b, t.entries, strings.Compare, appendString, appendEntry)
 	}
-	if len(r.Inodes) > 0 {
+	if len(t.inodes) > 0 {
 		b = append(b, `,"i":`...)
-		b = appendRawMap(b, r.Inodes, func(k uint64) string { return strconv.FormatUint(k, 10) })
+		b, p.inodes, is = appendPuts(b, t.inodes, compareDecimal, appendDecimal, appendInode)
 	}
-	if r.NextIno != 0 {
+	if t.nextIno != 0 {
 		b = append(b, `,"n":`...)
-		b = strconv.AppendUint(b, r.NextIno, 10)
+		b = strconv.AppendUint(b, t.nextIno, 10)
 	}
-	b = appendList(b, `,"l":`, r.Log, appendRaw)
-	if len(r.Commits) > 0 {
+	if len(t.log) > 0 {
+		b = append(b, `,"l":[`...)
+		for i := range t.log {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			start := len(b)
+			if b, err = appendLog(b, &t.log[i]); err != nil {
+				return nil, nil, err
+			}
+			ls = append(ls, span{start, len(b)})
+		}
+		b = append(b, ']')
+	}
+	if len(commits) > 0 {
 		b = append(b, `,"c":`...)
-		b = appendRawMap(b, r.Commits, func(k uint64) string { return strconv.FormatUint(k, 10) })
+		b, p.commits, cs = appendPuts(b, commits, compareDecimal, appendDecimal, func(b []byte, v *[]byte) []byte { return append(b, *v...) })
 	}
-	return append(b, '}')
+	b = append(b, '}')
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-walHeader))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[walHeader:], crcTable))
+	// The values are sliced once b is whole: an append that grew it
+	// would have left earlier slices on the old array.
+	fill(p.entries, es, b)
+	fill(p.inodes, is, b)
+	fill(p.commits, cs, b)
+	for _, s := range ls {
+		p.log = append(p.log, s.of(b))
+	}
+	return b, p, nil
 }
 
-// sizeHint is about the length of r encoded: the buffer appendRecord
-// fills is made once, not grown (a commit's record of 10,000 files is
-// megabytes, and growing it was a fifth of what a commit allocates).
-func (r *walRecord) sizeHint() int {
-	n := 64
-	for k, v := range r.Entries {
-		n += len(k) + len(v) + 8
+// recordPuts is what a record sets in the database: for each key its
+// encoded value, nil for a delete.
+type recordPuts struct {
+	entries []put[string]
+	inodes  []put[uint64]
+	commits []put[uint64]
+	log     [][]byte
+	nextIno uint64
+}
+
+type put[K comparable] struct {
+	key K
+	v   []byte
+}
+
+// encodeCommits encodes each commit record of m with json.Marshal (a
+// commit's record is rare and large); a nil one stays nil (a delete).
+func encodeCommits(m map[uint64]*commitRecord) (map[uint64]*[]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
 	}
-	for _, v := range r.Inodes {
-		n += len(v) + 24
+	out := make(map[uint64]*[]byte, len(m))
+	for k, v := range m {
+		out[k] = nil
+		if v != nil {
+			buf, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = &buf
+		}
 	}
-	for _, v := range r.Log {
-		n += len(v) + 1
+	return out, nil
+}
+
+// sizeHint is about the length of t's record with commits encoded: the
+// buffer encode fills is made once, not grown (a commit's record of
+// 10,000 files is megabytes, and growing it was a fifth of what a
+// commit allocates).
+func (t *txn) sizeHint(commits map[uint64]*[]byte) int {
+	n := walHeader + 64
+	for k, e := range t.entries {
+		n += len(k) + 40
+		if e != nil {
+			n += 80
+			if e.Base != nil {
+				n += len(e.Base.Path) + len(e.Base.Hash) + 160
+			}
+			n += len(e.Origin)
+		}
 	}
-	for _, v := range r.Commits {
-		n += len(v) + 24
+	for _, v := range t.inodes {
+		n += 24
+		if v != nil {
+			n += 200 + len(v.Target)
+			for k, x := range v.Xattr {
+				n += 8 + len(k) + (len(x)+2)/3*4
+			}
+		}
+	}
+	for _, l := range t.log {
+		n += 128 + len(l.Path) + len(l.From) + len(l.Source) + len(l.By)
+		for _, p := range l.Paths {
+			n += len(p) + 3
+		}
+	}
+	for _, v := range commits {
+		n += 24
+		if v != nil {
+			n += len(*v)
+		}
 	}
 	return n
 }
 
-// appendList appends name and the array of items, each appended by
-// item, unless there are none (omitempty).
-func appendList[T any](b []byte, name string, items []T, item func([]byte, T) []byte) []byte {
-	if len(items) == 0 {
-		return b
+// appendPuts appends m as json.Marshal encodes a map: an object with its
+// keys sorted as strings (cmp orders two keys so, key appends one), each
+// value appended by val (a nil one as null). It returns the keys in
+// that order and where each value is in b (a null's is empty).
+func appendPuts[K comparable, V any](b []byte, m map[K]*V, cmp func(a, b K) int, key func([]byte, K) []byte, val func([]byte, *V) []byte) ([]byte, []put[K], []span) {
+	puts := make([]put[K], 0, len(m))
+	for k := range m {
+		puts = append(puts, put[K]{key: k})
 	}
-	b = append(append(b, name...), '[')
-	for i, v := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = item(b, v)
+	if len(puts) > 1 {
+		slices.SortFunc(puts, func(a, b put[K]) int { return cmp(a.key, b.key) })
 	}
-	return append(b, ']')
-}
-
-// appendRawMap appends m, whose values are compact JSON (nil: null), as
-// an object with its keys in json.Marshal's order (sorted as strings).
-func appendRawMap[K comparable](b []byte, m map[K]json.RawMessage, name func(K) string) []byte {
-	type pair struct {
-		name string
-		v    json.RawMessage
-	}
-	pairs := make([]pair, 0, len(m))
-	for k, v := range m {
-		pairs = append(pairs, pair{name(k), v})
-	}
-	if len(pairs) > 1 {
-		slices.SortFunc(pairs, func(a, b pair) int {
-			switch {
-			case a.name < b.name:
-				return -1
-			case a.name > b.name:
-				return 1
-			}
-			return 0
-		})
-	}
+	spans := make([]span, len(puts))
 	b = append(b, '{')
-	for i, p := range pairs {
+	for i, p := range puts {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, p.name)
-		b = append(b, ':')
-		b = appendRaw(b, p.v)
+		b = append(key(b, p.key), ':')
+		if v := m[p.key]; v != nil {
+			start := len(b)
+			b = val(b, v)
+			spans[i] = span{start, len(b)}
+		} else {
+			b = append(b, "null"...)
+		}
 	}
-	return append(b, '}')
+	return append(b, '}'), puts, spans
 }
 
-func appendRaw(b []byte, v json.RawMessage) []byte {
-	if v == nil {
-		return append(b, "null"...)
+// span is where a value is in a record's frame; an empty one is a
+// delete's (null).
+type span struct{ start, end int }
+
+func (s span) of(b []byte) []byte {
+	if s.start == s.end {
+		return nil
 	}
-	return append(b, v...)
+	return b[s.start:s.end:s.end]
 }
 
-// encodeEntry is json.Marshal(e).
-func encodeEntry(e *entry) json.RawMessage {
-	b := make([]byte, 0, 64)
+// fill sets each put's value to its span of b.
+func fill[K comparable](puts []put[K], spans []span, b []byte) {
+	for i := range puts {
+		puts[i].v = spans[i].of(b)
+	}
+}
+
+// compareDecimal orders two numbers as their decimal strings are
+// (json.Marshal sorts a map's keys so).
+func compareDecimal(a, b uint64) int {
+	var x, y [20]byte
+	return bytes.Compare(strconv.AppendUint(x[:0], a, 10), strconv.AppendUint(y[:0], b, 10))
+}
+
+// appendDecimal appends k as json.Marshal does a map's number key.
+func appendDecimal(b []byte, k uint64) []byte {
+	b = append(b, '"')
+	b = strconv.AppendUint(b, k, 10)
+	return append(b, '"')
+}
+
+// appendEntry appends json.Marshal(e).
+func appendEntry(b []byte, e *entry) []byte {
 	b = append(b, `{"k":`...)
 	b = strconv.AppendUint(b, uint64(e.Kind), 10)
 	b = appendUintField(b, `,"i":`, e.Ino)
@@ -157,9 +256,8 @@ func appendBase(b []byte, p *base) []byte {
 	return append(b, '}')
 }
 
-// encodeInode is json.Marshal(n).
-func encodeInode(n *inode) json.RawMessage {
-	b := make([]byte, 0, 96)
+// appendInode appends json.Marshal(n).
+func appendInode(b []byte, n *inode) []byte {
 	b = append(b, `{"m":`...)
 	b = strconv.AppendUint(b, uint64(n.Mode), 10)
 	if n.Data {
@@ -200,15 +298,20 @@ func encodeInode(n *inode) json.RawMessage {
 	return append(b, '}')
 }
 
-// encodeLog is json.Marshal(l).
-func encodeLog(l *LogEntry) (json.RawMessage, error) {
-	t, err := l.Time.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, 96+len(l.Path)+len(l.By))
+// appendLog appends json.Marshal(l).
+func appendLog(b []byte, l *LogEntry) ([]byte, error) {
 	b = append(b, `{"time":`...)
-	b = append(b, t...)
+	if _, off := l.Time.Zone(); l.Time.Year() < 0 || l.Time.Year() > 9999 || off <= -24*3600 || off >= 24*3600 {
+		t, err := l.Time.MarshalJSON() // which refuses these
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, t...)
+	} else {
+		b = append(b, '"')
+		b = l.Time.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
 	b = append(b, `,"op":`...)
 	b = appendString(b, l.Op)
 	b = appendStringField(b, `,"path":`, l.Path)
@@ -218,6 +321,22 @@ func encodeLog(l *LogEntry) (json.RawMessage, error) {
 	b = appendString(b, string(l.Source))
 	b = appendStringField(b, `,"by":`, l.By)
 	return append(b, '}'), nil
+}
+
+// appendList appends name and the array of items, each appended by
+// item, unless there are none (omitempty).
+func appendList[T any](b []byte, name string, items []T, item func([]byte, T) []byte) []byte {
+	if len(items) == 0 {
+		return b
+	}
+	b = append(append(b, name...), '[')
+	for i, v := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = item(b, v)
+	}
+	return append(b, ']')
 }
 
 // appendIntField appends name and v unless v is 0 (omitempty).

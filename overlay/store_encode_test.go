@@ -20,7 +20,9 @@ import (
 // zero and strings json escapes (quotes, HTML characters, control
 // characters, non-ASCII, invalid UTF-8, U+2028). The values are filled
 // by reflection, field by field, so a field added to entry, base, inode
-// or LogEntry and not to its encoder fails here.
+// or LogEntry and not to its encoder fails here. A record is framed as
+// json.Marshal encodes its walRecord, and what it puts in the database
+// is each value as json.Marshal encodes it (nil for a delete).
 func TestEncodersMatchJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	check := func(what string, got []byte, v any) {
@@ -33,41 +35,110 @@ func TestEncodersMatchJSON(t *testing.T) {
 			t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
 		}
 	}
+	// puts checks that got puts each value of m, encoded, under its key.
+	puts := func(what string, got []put[string], m map[string]any) {
+		t.Helper()
+		if len(got) != len(m) {
+			t.Fatalf("%s: %d puts for %d values", what, len(got), len(m))
+		}
+		for _, p := range got {
+			v, ok := m[p.key]
+			switch {
+			case !ok:
+				t.Fatalf("%s: put of %q, which the record does not change", what, p.key)
+			case reflect.ValueOf(v).IsNil():
+				if p.v != nil {
+					t.Fatalf("%s: delete of %q puts %s", what, p.key, p.v)
+				}
+			default:
+				check(what+" "+p.key, p.v, v)
+			}
+		}
+	}
+	byName := func(ps []put[uint64]) []put[string] {
+		out := make([]put[string], len(ps))
+		for i, p := range ps {
+			out[i] = put[string]{strconv.FormatUint(p.key, 10), p.v}
+		}
+		return out
+	}
 	for range 3000 {
 		var n inode
 		randomFill(r, reflect.ValueOf(&n).Elem())
-		check("inode", encodeInode(&n), &n)
+		check("inode", appendInode(nil, &n), &n)
 		var e entry
 		randomFill(r, reflect.ValueOf(&e).Elem())
-		check("entry", encodeEntry(&e), &e)
+		check("entry", appendEntry(nil, &e), &e)
 		var l LogEntry
 		randomFill(r, reflect.ValueOf(&l).Elem())
-		enc, err := encodeLog(&l)
+		enc, err := appendLog(nil, &l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		check("log entry", enc, &l)
 
-		rec := &walRecord{Seq: r.Uint64N(1 << 40), NextIno: r.Uint64()}
+		tx := &txn{nextIno: r.Uint64()}
+		want := &walRecord{Seq: r.Uint64N(1 << 40), NextIno: tx.nextIno}
+		entries, inodes, commits := map[string]any{}, map[string]any{}, map[string]any{}
 		if r.IntN(3) > 0 {
-			rec.Entries = map[string]json.RawMessage{}
+			want.Entries = map[string]json.RawMessage{}
 			for range 1 + r.IntN(3) {
-				rec.Entries[randomString(r)] = nil
+				k := randomString(r)
+				tx.putEntry(k, nil)
+				want.Entries[k], entries[k] = nil, (*entry)(nil)
 				if r.IntN(3) > 0 {
-					rec.Entries[randomString(r)] = encodeEntry(&e)
+					k := randomString(r)
+					tx.putEntry(k, &e)
+					want.Entries[k], entries[k] = appendEntry(nil, &e), &e
 				}
 			}
 		}
 		if r.IntN(3) > 0 {
-			rec.Inodes = map[uint64]json.RawMessage{r.Uint64(): encodeInode(&n), r.Uint64N(100): nil, r.Uint64N(20): encodeInode(&n)}
+			want.Inodes = map[uint64]json.RawMessage{}
+			for _, ino := range []uint64{r.Uint64(), r.Uint64N(100), r.Uint64N(20)} {
+				v := &n
+				if r.IntN(3) == 0 {
+					v = nil
+				}
+				tx.putInode(ino, v)
+				want.Inodes[ino], inodes[strconv.FormatUint(ino, 10)] = nil, v
+				if v != nil {
+					want.Inodes[ino] = appendInode(nil, v)
+				}
+			}
 		}
 		if r.IntN(2) > 0 {
-			rec.Log = []json.RawMessage{enc, enc}
+			tx.log = []LogEntry{l, l}
+			want.Log = []json.RawMessage{enc, enc}
 		}
 		if r.IntN(4) == 0 {
-			rec.Commits = map[uint64]json.RawMessage{r.Uint64N(30): json.RawMessage(`{"id":1}`), 12: nil}
+			c := &commitRecord{State: "done", Paths: []string{randomString(r)}}
+			tx.commits = map[uint64]*commitRecord{r.Uint64N(30): c, 12: nil}
+			want.Commits = map[uint64]json.RawMessage{}
+			for id, c := range tx.commits {
+				want.Commits[id], commits[strconv.FormatUint(id, 10)] = nil, c
+				if c != nil {
+					want.Commits[id], _ = json.Marshal(c)
+				}
+			}
 		}
-		check("record", appendRecord(nil, rec), rec)
+		frame, p, err := tx.encode(want.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("record", frame[walHeader:], want)
+		if got, n := frameAt(frame, 0); got == nil || n != len(frame) {
+			t.Fatalf("the frame of %s does not read back", frame[walHeader:])
+		}
+		puts("entries", p.entries, entries)
+		puts("inodes", byName(p.inodes), inodes)
+		puts("commits", byName(p.commits), commits)
+		if p.nextIno != tx.nextIno || len(p.log) != len(want.Log) {
+			t.Fatalf("record puts next inode %d and %d log entries, want %d and %d", p.nextIno, len(p.log), tx.nextIno, len(want.Log))
+		}
+		for _, got := range p.log {
+			check("log put", got, &l)
+		}
 	}
 }
 
@@ -156,23 +227,30 @@ func BenchmarkStoreWrite(b *testing.B) {
 // TestRecordSizeHint: the buffer a record is encoded into is made once
 // at its size (a commit's record of 10,000 files is megabytes).
 func TestRecordSizeHint(t *testing.T) {
-	rec := &walRecord{Seq: 1 << 40, NextIno: 1<<63 + 5, Entries: map[string]json.RawMessage{}, Inodes: map[uint64]json.RawMessage{}}
+	tx := &txn{nextIno: 1<<63 + 5}
 	for i := range 1000 {
 		p := fmt.Sprintf("dir%03d/file%03d.txt", i/10, i)
-		rec.Entries[p] = encodeEntry(&entry{Kind: kindFile, Ino: 1<<63 + uint64(i), Base: &base{Path: p, Exists: true, Hash: strings.Repeat("ab", 32)}})
-		rec.Inodes[1<<63+uint64(i)] = encodeInode(&inode{Mode: 0o644, Data: true, Uid: 1000, Gid: 1000})
+		tx.putEntry(p, &entry{Kind: kindFile, Ino: 1<<63 + uint64(i), Ctime: -1 << 62, Origin: p,
+			Base: &base{Path: p, Exists: true, Kind: kindFile, Mode: 0o644, Hash: strings.Repeat("ab", 32), Size: 1 << 40, Mtime: -1 << 62, Rdev: 1 << 60, Version: 1 << 60}})
+		tx.putInode(1<<63+uint64(i), &inode{Mode: 0o644 | fs.ModeSetuid, Data: true, Mtime: -1 << 62, Atime: -1 << 62, Ctime: -1 << 62,
+			Uid: 1 << 31, Gid: 1 << 31, Rdev: 1 << 60, Born: -1 << 62, File: 1 << 60, Xattr: map[string][]byte{"user.a": []byte("value")}})
 		if i%3 == 0 {
-			rec.Entries[p+".gone"] = nil
-			rec.Inodes[uint64(i)] = nil
+			tx.putEntry(p+".gone", nil)
+			tx.putInode(uint64(i), nil)
 		}
 	}
-	l, err := encodeLog(&LogEntry{Op: "commit", Paths: []string{"a", "b"}})
+	tx.log = []LogEntry{{Time: time.Now(), Op: "commit", Paths: []string{"a", "b"}, Source: "agent:x", By: "someone"}}
+	tx.commits = map[uint64]*commitRecord{7: {State: "done"}, 8: nil}
+	commits, err := encodeCommits(tx.commits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.Log = append(rec.Log, l)
-	rec.Commits = map[uint64]json.RawMessage{7: json.RawMessage(`{"state":"done"}`), 8: nil}
-	if got, hint := len(appendRecord(nil, rec)), rec.sizeHint(); got > hint {
-		t.Errorf("record of %d bytes, size hint %d", got, hint)
+	hint := tx.sizeHint(commits)
+	frame, _, err := tx.encode(1 << 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) > hint {
+		t.Errorf("record of %d bytes, size hint %d", len(frame), hint)
 	}
 }

@@ -189,7 +189,7 @@ func (s *store) recover() error {
 	}
 	for _, r := range scan.records {
 		s.seq = r.Seq
-		s.pending.add(r)
+		s.pending.add(r.puts())
 		s.records++
 	}
 	s.size = int64(scan.whole)
