@@ -255,6 +255,9 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 		return nil, nil, err
 	}
 	b := buf.Bytes()
+	if testHookContentRead != nil {
+		testHookContentRead(ino)
+	}
 	// Read without the draft's lock: the file may have gone meanwhile
 	// and, emptied, become a new inode's (see spares). Then what was
 	// read is not ino's, and ino counts as gone.
@@ -272,6 +275,10 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	tl.known[ino] = cd // shared with the states, which change none
 	return cd, b, nil
 }
+
+// testHookContentRead, when set by a test, runs when content has read
+// the data file of ino, before it checks that ino still has that file.
+var testHookContentRead func(ino uint64)
 
 // lastState is the last checkpoint's state, nil when there is none.
 func (tl *timeline) lastState() (*cpState, error) {

@@ -39,3 +39,54 @@ func TestCheckpointCountsLines(t *testing.T) {
 		w.Close()
 	}
 }
+
+// TestCheckpointSkipsFileGoneWhileRead: a checkpoint reads data files
+// without the draft's lock. A file removed while it is read counts as
+// gone, also when its data file, emptied, became another file's (a
+// spare) under the same name meanwhile: what was read is not the removed
+// file's, nor is the new file's content taken for it.
+func TestCheckpointSkipsFileGoneWhileRead(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		root := t.TempDir()
+		w, err := Open(Options{Root: root, StateDir: t.TempDir()})
+		must(t, err)
+		d, _ := w.Draft("")
+		f := d.Fs(SourceMount)
+		must(t, afero.WriteFile(f, "gone.txt", []byte("the removed file\n"), 0o644))
+		d.mu.RLock()
+		ino := d.entries["gone.txt"].Ino
+		name := d.inodes[ino].dataName(ino)
+		d.mu.RUnlock()
+		fired := false
+		testHookContentRead = func(read uint64) {
+			if read != ino || fired {
+				return
+			}
+			fired = true
+			must(t, f.Remove("gone.txt"))
+			if reuse {
+				must(t, afero.WriteFile(f, "new.txt", []byte("the new file\n"), 0o644))
+				d.mu.RLock()
+				n := d.inodes[d.entries["new.txt"].Ino]
+				took := n.dataName(d.entries["new.txt"].Ino) == name
+				d.mu.RUnlock()
+				if !took {
+					t.Fatalf("new.txt did not take the removed file's data file %s", name)
+				}
+			}
+		}
+		_, err = d.Checkpoint(Author{Source: SourceMount}, "")
+		testHookContentRead = nil
+		must(t, err)
+		if !fired {
+			t.Fatal("the checkpoint did not read gone.txt")
+		}
+		d.tl.mu.Lock()
+		cd := d.tl.last.Data[ino]
+		d.tl.mu.Unlock()
+		if cd != nil {
+			t.Errorf("reuse %v: the checkpoint keeps content for the removed file's inode %d (%d bytes)", reuse, ino, cd.Size)
+		}
+		w.Close()
+	}
+}
