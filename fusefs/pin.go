@@ -39,7 +39,7 @@ func (n *node) pinChild(name string) (undo func()) {
 		return undo
 	}
 	c := in.Operations().(*node)
-	key, fi, errno := c.current()
+	key, fi, errno := c.currentBy(c.srv.fsys.LstatMeta) // a file's links are enough
 	if errno != 0 {
 		return undo
 	}

@@ -34,7 +34,7 @@ func (f *Fs) removeKind(name, op string, dir bool) error {
 	d := f.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	fi, err := d.lstatLocked(key)
+	fi, err := d.describeMeta(key, d.peek(key)) // the kind is enough
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (f *Fs) RemoveAll(name string) error {
 	d := f.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.lstatLocked(key); errors.Is(err, fs.ErrNotExist) {
+	if _, err := d.describeMeta(key, d.peek(key)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (d *Draft) removeLocked(key string, mustBeEmpty bool, src Source) error {
 	if key == "" {
 		return pathErr("remove", key, syscall.EBUSY)
 	}
-	fi, err := d.lstatLocked(key)
+	fi, err := d.describeMeta(key, d.peek(key))
 	if err != nil {
 		return err
 	}

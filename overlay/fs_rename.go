@@ -51,12 +51,12 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 		}
 	}
 	sp := d.peek(src)
-	sfi, err := d.describe(src, sp)
+	sfi, err := d.describeMeta(src, sp) // a draft file's kind and inode are enough
 	if err != nil {
 		return err
 	}
 	dp := d.peek(dst)
-	dfi, err := d.describe(dst, dp)
+	dfi, err := d.describeMeta(dst, dp)
 	dstExists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

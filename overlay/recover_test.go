@@ -5,6 +5,7 @@ package overlay
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -87,4 +88,38 @@ func recoverInterruptedCommit(t *testing.T) {
 // stateRoot is the workspace state directory a draft's directory is in.
 func stateRoot(draftDir string) string {
 	return parentOf(parentOf(draftDir))
+}
+
+// TestRemoveFileWithLostData: a draft file whose data file went behind
+// the engine's back (a damaged state directory) can still be removed
+// and renamed: what a removal or a rename needs to know of a
+// draft file is in its records, and the lost content is not asked for.
+func TestRemoveFileWithLostData(t *testing.T) {
+	root := t.TempDir()
+	w, err := Open(Options{Root: root, StateDir: t.TempDir()})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	for _, name := range []string{"lost.txt", "lost2.txt"} {
+		must(t, afero.WriteFile(f, name, []byte(name), 0o644))
+	}
+	for _, name := range []string{"lost.txt", "lost2.txt"} {
+		d.mu.RLock()
+		ino := d.entries[name].Ino
+		path := d.dataPath(d.inodes[ino].dataName(ino))
+		d.mu.RUnlock()
+		must(t, os.Remove(path))
+		if _, err := f.Stat(name); err == nil {
+			t.Fatalf("%s is described with its data file gone", name)
+		}
+	}
+	must(t, f.Remove("lost.txt"))
+	must(t, f.Rename("lost2.txt", "moved.txt"))
+	must(t, f.Remove("moved.txt"))
+	for _, name := range []string{"lost.txt", "lost2.txt", "moved.txt"} {
+		if _, err := f.Stat(name); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s at the end: %v", name, err)
+		}
+	}
 }
