@@ -3,6 +3,7 @@
 package overlay
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -30,13 +31,19 @@ var _ afero.File = (*heldFile)(nil)
 
 // Hold opens the regular file at name (following symlinks, as Open) for
 // reading and for writing, without copying it up until the first write
-// (see Held files above).
+// (see Held files above). A draft file is held by its inode number and
+// opened on its first use: a front end holds every file it unlinks, and
+// most are never read again (rm -rf).
 func (f *Fs) Hold(name string) (afero.File, error) {
+	h := &heldFile{d: f.d, name: name, src: f.src}
+	if key, err := f.d.follow(clean(name)); err == nil && f.d.holdDraft(key, h) {
+		return h, nil
+	}
 	file, err := f.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	h := &heldFile{d: f.d, name: name, src: f.src, f: file}
+	h.f = file
 	switch v := file.(type) {
 	case *dataFile:
 		h.key = v.key
@@ -49,16 +56,63 @@ func (f *Fs) Hold(name string) (afero.File, error) {
 	return h, nil
 }
 
+// holdDraft holds the draft file at key for h, unopened, and reports
+// whether there is one.
+func (d *Draft) holdDraft(key string, h *heldFile) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	p := d.peek(key)
+	if p.err != nil || p.ino == 0 || !p.n.Data {
+		return false
+	}
+	d.holdFile(p.ino) // released by h's Close, or by its handle's once opened
+	h.key, h.ino = key, p.ino
+	return true
+}
+
 // heldFile is a handle opened by Hold.
 type heldFile struct {
 	d    *Draft
 	name string
 	key  string
 	src  Source
-	// mu: I/O holds it shared; the first write's copy-up exclusively.
+	// mu: I/O holds it shared; the first use's open and the first
+	// write's copy-up exclusively.
 	mu sync.RWMutex
-	f  afero.File // a read-only *dataFile or *lowerFile, until rw
+	f  afero.File // a read-only *dataFile or *lowerFile, until rw; nil until ino is opened
 	rw bool       // f is a *dataFile open for writing
+	// ino is the draft inode held unopened while f is nil; closed: h
+	// was closed before that.
+	ino    uint64
+	closed bool
+}
+
+// open opens the draft file h holds unopened, named or orphaned by
+// now, on h's first use.
+func (h *heldFile) open() error {
+	h.mu.RLock()
+	opened := h.f != nil
+	h.mu.RUnlock()
+	if opened {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.f != nil:
+		return nil
+	case h.closed:
+		return &fs.PathError{Op: "read", Path: h.name, Err: os.ErrClosed}
+	}
+	d := h.d
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	fd, err := d.openData(d.dataOf(h.ino), os.O_RDONLY, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: "/" + h.key, Err: errors.Unwrap(err)}
+	}
+	h.f = &dataFile{File: fd, name: h.name, d: d, key: h.key, ino: h.ino} // holding what Hold held
+	return nil
 }
 
 func (h *heldFile) Name() string { return h.name }
@@ -66,6 +120,9 @@ func (h *heldFile) Name() string { return h.name }
 // writable makes h's handle one open for writing on a draft inode,
 // copying the file up first if it is a lower one.
 func (h *heldFile) writable() error {
+	if err := h.open(); err != nil {
+		return err
+	}
 	h.mu.RLock()
 	rw := h.rw
 	h.mu.RUnlock()
@@ -217,24 +274,36 @@ func (d *Draft) heldCopy(f *lowerFile, src Source) (*dataFile, error) {
 }
 
 func (h *heldFile) Read(p []byte) (int, error) {
+	if err := h.open(); err != nil {
+		return 0, err
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.f.Read(p)
 }
 
 func (h *heldFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := h.open(); err != nil {
+		return 0, err
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.f.ReadAt(p, off)
 }
 
 func (h *heldFile) Seek(offset int64, whence int) (int64, error) {
+	if err := h.open(); err != nil {
+		return 0, err
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.f.Seek(offset, whence)
 }
 
 func (h *heldFile) Stat() (fs.FileInfo, error) {
+	if err := h.open(); err != nil {
+		return nil, err
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return named(h.name)(h.f.Stat())
@@ -270,6 +339,9 @@ func (h *heldFile) Truncate(size int64) error {
 }
 
 func (h *heldFile) Sync() error {
+	if err := h.open(); err != nil {
+		return err
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.f.Sync()
@@ -278,7 +350,15 @@ func (h *heldFile) Sync() error {
 func (h *heldFile) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.f.Close()
+	if h.f != nil {
+		return h.f.Close()
+	}
+	if h.closed {
+		return &fs.PathError{Op: "close", Path: h.name, Err: os.ErrClosed}
+	}
+	h.closed = true
+	h.d.releaseFile(h.ino)
+	return nil
 }
 
 func (h *heldFile) Readdir(int) ([]fs.FileInfo, error) { return nil, badDir(h.name) }

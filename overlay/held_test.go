@@ -3,6 +3,7 @@
 package overlay_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -155,6 +156,52 @@ func TestHeldFileSeekData(t *testing.T) {
 	must(t, overlay.Fallocate(h, 0, 0, 20))
 	if fi, err := h.Stat(); err != nil || fi.Size() != 20 {
 		t.Errorf("after fallocate: %v, %v; want size 20", fi, err)
+	}
+}
+
+// TestHeldDraftFileOpensOnUse: holding a draft file opens no
+// descriptor (a mount holds every file it unlinks, and an rm -rf reads
+// none of them again); the first read after its name went opens it
+// then, and it reads what the file held. Closing them leaves no data
+// file but spares, whether a handle was used or not.
+func TestHeldDraftFileOpensOnUse(t *testing.T) {
+	e := newViewEnv(t, map[string]string{"keep": "x"})
+	const n = 20
+	for i := range n {
+		mustWrite(t, e.v, fmt.Sprintf("f%d", i), fmt.Sprintf("file %d\n", i))
+	}
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		must(t, err)
+		return len(ents)
+	}
+	before := fds()
+	var held []afero.File
+	for i := range n {
+		held = append(held, hold(t, e.v, fmt.Sprintf("f%d", i)))
+	}
+	// At most: a finalizer may close a descriptor another test left.
+	if got := fds(); got > before {
+		t.Errorf("%d descriptors open after holding %d draft files, %d before", got, n, before)
+	}
+	for i := range n {
+		must(t, e.v.Remove(fmt.Sprintf("f%d", i)))
+	}
+	mustReadAt(t, held[3], "file 3\n")
+	if got := fds(); got > before+1 {
+		t.Errorf("%d descriptors open after reading one held file, %d before", got, before)
+	}
+	for _, h := range held {
+		must(t, h.Close())
+	}
+	if err := held[0].Close(); err == nil {
+		t.Error("a second close of a held handle succeeded")
+	}
+	if got := fds(); got > before {
+		t.Errorf("%d descriptors open after closing the held files, %d before", got, before)
+	}
+	if left := dataFiles(t, e.d, e.state); len(left) > 0 {
+		t.Errorf("data files left: %v", left)
 	}
 }
 
