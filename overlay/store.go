@@ -92,6 +92,8 @@ type store struct {
 	// heads are the heads of the commit records written or decoded, by
 	// id (see commitHead).
 	heads map[uint64]*commitHead
+	// scratch is the buffer records are encoded in (see txn.encode).
+	scratch []byte
 }
 
 // pending is the sum of log records not yet in the database: for each
@@ -237,7 +239,7 @@ func (s *store) write(t *txn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seq := s.seq + 1
-	frame, puts, err := t.encode(seq)
+	frame, puts, err := t.encode(seq, &s.scratch)
 	if err != nil {
 		return err
 	}

@@ -21,20 +21,27 @@ import (
 // again of values it was given encoded were a sixth of the daemon's CPU
 // time per file tar creates. A record is encoded straight from its txn
 // into its frame, and the database's values are slices of that frame,
-// not maps of values encoded apart first. The bytes are exactly json.Marshal's (TestEncodersMatchJSON), so records
-// read back as before.
+// not maps of values encoded apart first. The bytes are exactly
+// json.Marshal's (TestEncodersMatchJSON), so records read back as
+// before.
+
+// scratchMax bounds the encoding buffer a store keeps between records.
+const scratchMax = 64 << 10
 
 // encode frames t as the write-ahead log's record number seq (see
 // walHeader), and returns what the record puts in the database: its
-// values are slices of the frame, encoded once, straight from t.
-func (t *txn) encode(seq uint64) ([]byte, *recordPuts, error) {
+// values are slices of the frame, encoded once, straight from t. It
+// encodes into *scratch (kept for the next record unless it grew past
+// scratchMax) and returns an exact copy: the frame lives until the next
+// checkpoint.
+func (t *txn) encode(seq uint64, scratch *[]byte) ([]byte, *recordPuts, error) {
 	commits, err := encodeCommits(t.commits)
 	if err != nil {
 		return nil, nil, err
 	}
 	p := &recordPuts{nextIno: t.nextIno}
 	var es, is, cs, ls []span
-	b := make([]byte, walHeader, t.sizeHint(commits))
+	b := slices.Grow((*scratch)[:0], t.sizeHint(commits))[:walHeader]
 	b = append(b, `{"q":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	if len(t.entries) > 0 {
@@ -70,15 +77,19 @@ func (t *txn) encode(seq uint64) ([]byte, *recordPuts, error) {
 	b = append(b, '}')
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-walHeader))
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[walHeader:], crcTable))
-	// The values are sliced once b is whole: an append that grew it
-	// would have left earlier slices on the old array.
-	fill(p.entries, es, b)
-	fill(p.inodes, is, b)
-	fill(p.commits, cs, b)
-	for _, s := range ls {
-		p.log = append(p.log, s.of(b))
+	frame := bytes.Clone(b)
+	if cap(b) <= scratchMax {
+		*scratch = b[:0]
+	} else {
+		*scratch = nil
 	}
-	return b, p, nil
+	fill(p.entries, es, frame)
+	fill(p.inodes, is, frame)
+	fill(p.commits, cs, frame)
+	for _, s := range ls {
+		p.log = append(p.log, s.of(frame))
+	}
+	return frame, p, nil
 }
 
 // recordPuts is what a record sets in the database: for each key its
@@ -116,10 +127,10 @@ func encodeCommits(m map[uint64]*commitRecord) (map[uint64]*[]byte, error) {
 	return out, nil
 }
 
-// sizeHint is about the length of t's record with commits encoded: the
-// buffer encode fills is made once, not grown (a commit's record of
-// 10,000 files is megabytes, and growing it was a fifth of what a
-// commit allocates).
+// sizeHint is at least the length of t's record with commits encoded:
+// the buffer encode fills is grown once, not as it fills (a commit's
+// record of 10,000 files is megabytes, and growing it was a fifth of
+// what a commit allocates).
 func (t *txn) sizeHint(commits map[uint64]*[]byte) int {
 	n := walHeader + 64
 	for k, e := range t.entries {

@@ -62,6 +62,11 @@ func TestEncodersMatchJSON(t *testing.T) {
 		}
 		return out
 	}
+	// Records are encoded in one scratch buffer, as a store does: what
+	// one puts must not change as the next is encoded.
+	var scratch []byte
+	var last []put[string]
+	var lastWant [][]byte
 	for range 3000 {
 		var n inode
 		randomFill(r, reflect.ValueOf(&n).Elem())
@@ -122,9 +127,18 @@ func TestEncodersMatchJSON(t *testing.T) {
 				}
 			}
 		}
-		frame, p, err := tx.encode(want.Seq)
+		frame, p, err := tx.encode(want.Seq, &scratch)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i, p := range last {
+			if !bytes.Equal(p.v, lastWant[i]) {
+				t.Fatalf("the last record's put of %q changed to %s as the next was encoded", p.key, p.v)
+			}
+		}
+		last, lastWant = p.entries, nil
+		for _, e := range p.entries {
+			lastWant = append(lastWant, bytes.Clone(e.v))
 		}
 		check("record", frame[walHeader:], want)
 		if got, n := frameAt(frame, 0); got == nil || n != len(frame) {
@@ -246,7 +260,8 @@ func TestRecordSizeHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	hint := tx.sizeHint(commits)
-	frame, _, err := tx.encode(1 << 40)
+	var scratch []byte
+	frame, _, err := tx.encode(1<<40, &scratch)
 	if err != nil {
 		t.Fatal(err)
 	}
