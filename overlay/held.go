@@ -88,8 +88,8 @@ type heldFile struct {
 }
 
 // open opens the draft file h holds unopened, named or orphaned by
-// now, on h's first use.
-func (h *heldFile) open() error {
+// now, on h's first use (op, which an error names).
+func (h *heldFile) open(op string) error {
 	h.mu.RLock()
 	opened := h.f != nil
 	h.mu.RUnlock()
@@ -102,7 +102,7 @@ func (h *heldFile) open() error {
 	case h.f != nil:
 		return nil
 	case h.closed:
-		return &fs.PathError{Op: "read", Path: h.name, Err: os.ErrClosed}
+		return &fs.PathError{Op: op, Path: h.name, Err: os.ErrClosed}
 	}
 	d := h.d
 	d.mu.RLock()
@@ -120,7 +120,7 @@ func (h *heldFile) Name() string { return h.name }
 // writable makes h's handle one open for writing on a draft inode,
 // copying the file up first if it is a lower one.
 func (h *heldFile) writable() error {
-	if err := h.open(); err != nil {
+	if err := h.open("write"); err != nil {
 		return err
 	}
 	h.mu.RLock()
@@ -274,7 +274,7 @@ func (d *Draft) heldCopy(f *lowerFile, src Source) (*dataFile, error) {
 }
 
 func (h *heldFile) Read(p []byte) (int, error) {
-	if err := h.open(); err != nil {
+	if err := h.open("read"); err != nil {
 		return 0, err
 	}
 	h.mu.RLock()
@@ -283,7 +283,7 @@ func (h *heldFile) Read(p []byte) (int, error) {
 }
 
 func (h *heldFile) ReadAt(p []byte, off int64) (int, error) {
-	if err := h.open(); err != nil {
+	if err := h.open("read"); err != nil {
 		return 0, err
 	}
 	h.mu.RLock()
@@ -292,7 +292,7 @@ func (h *heldFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (h *heldFile) Seek(offset int64, whence int) (int64, error) {
-	if err := h.open(); err != nil {
+	if err := h.open("seek"); err != nil {
 		return 0, err
 	}
 	h.mu.RLock()
@@ -301,7 +301,7 @@ func (h *heldFile) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (h *heldFile) Stat() (fs.FileInfo, error) {
-	if err := h.open(); err != nil {
+	if err := h.open("stat"); err != nil {
 		return nil, err
 	}
 	h.mu.RLock()
@@ -339,7 +339,7 @@ func (h *heldFile) Truncate(size int64) error {
 }
 
 func (h *heldFile) Sync() error {
-	if err := h.open(); err != nil {
+	if err := h.open("sync"); err != nil {
 		return err
 	}
 	h.mu.RLock()
