@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
 	"github.com/draftfs/draftfs/overlay"
@@ -319,6 +320,46 @@ func TestSymlinkReaddir(t *testing.T) {
 	settle(t, m)
 	if ents, err := os.ReadDir(filepath.Join(m.mnt, "d")); err != nil || len(ents) != 4 {
 		t.Errorf("listing after an engine mkdir: %d entries, %v", len(ents), err)
+	}
+}
+
+// TestReaddirplusDraftFileAttrs: a listing of files the kernel has not
+// looked up yet (made through the engine, not the mount) gives it their
+// attributes, size and times included, which a stat then answers from
+// its cache; a listing describes a draft file from the draft's records
+// only where the kernel knows the file already.
+func TestReaddirplusDraftFileAttrs(t *testing.T) {
+	m := testMount(t, mountOptions{files: map[string]string{"d/disk": "on disk"}})
+	v := m.d.Fs(overlay.SourceACP)
+	want := map[string]string{"a": "one", "b": "twenty-two bytes long.", "c": ""}
+	for name, content := range want {
+		if err := afero.WriteFile(v, "d/"+name, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	if err := v.Chtimes("d/b", old, old); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, m)
+	for round := range 2 { // the second finds every node known
+		if _, err := os.ReadDir(filepath.Join(m.mnt, "d")); err != nil {
+			t.Fatal(err)
+		}
+		for name, content := range want {
+			fi, err := os.Lstat(filepath.Join(m.mnt, "d", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			efi, err := v.Lstat("d/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() != int64(len(content)) || !fi.ModTime().Equal(efi.ModTime()) || fi.Mode() != efi.Mode() {
+				t.Errorf("round %d: %s listed as size %d, mtime %v, mode %v; the engine says %d, %v, %v",
+					round, name, fi.Size(), fi.ModTime(), fi.Mode(), efi.Size(), efi.ModTime(), efi.Mode())
+			}
+		}
 	}
 }
 

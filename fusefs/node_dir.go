@@ -215,15 +215,18 @@ type dirHandle struct {
 	ents   []fs.DirEntry
 	loaded bool // ents holds the listing
 	pos    int  // next entry: 0 is ".", 1 "..", then ents
-	last   fs.FileInfo
-	served bool // an entry was returned
+	// last is the entry Readdirent returned last, and what it said of
+	// it (see infoMeta).
+	last     fs.DirEntry
+	lastInfo fs.FileInfo
+	served   bool // an entry was returned
 }
 
 // Readdirent implements FileReaddirenter. Entry i has offset i+1.
 func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.last = nil
+	h.last, h.lastInfo = nil, nil
 	if !h.loaded {
 		ents, err := h.n.srv.listings.read(h.n, h.key, h.pos == 0, h.n.srv.fsys)
 		if err != nil {
@@ -252,11 +255,11 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 			return nil, 0
 		}
 		h.pos++
-		fi, err := h.ents[pos-2].Info()
+		fi, err := infoMeta(h.ents[pos-2])
 		if err != nil {
 			continue // removed since the listing was read
 		}
-		h.last, h.served = fi, true
+		h.last, h.lastInfo, h.served = h.ents[pos-2], fi, true
 		return &fuse.DirEntry{Name: fi.Name(), Mode: beneath.UnixMode(fi.Mode()), Ino: nodes.Ino(fi), Off: uint64(pos + 1)}, 0
 	}
 }
@@ -266,7 +269,7 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pos = int(off) // past the end: Readdirent ends the listing
-	h.last = nil
+	h.last, h.lastInfo = nil, nil
 	return 0
 }
 
@@ -274,7 +277,7 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // Readdirent just read.
 func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	h.mu.Lock()
-	fi := h.last
+	de, fi := h.last, h.lastInfo
 	h.mu.Unlock()
 	key, ok := h.n.childKey(name)
 	if fi == nil || fi.Name() != name || !ok {
@@ -288,7 +291,22 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		// change to them is invalidated, not left to listings).
 		return nil, syscall.EEXIST
 	}
+	fi, err := de.Info() // the attributes the kernel is given
+	if err != nil {
+		return h.n.Lookup(ctx, name, out)
+	}
 	return h.n.srv.newChild(ctx, &h.n.Inode, key, fi, &out.Attr), 0
+}
+
+// infoMeta describes a listed entry as far as a listing needs: its name,
+// type and inode number, and whether the kernel knows it already (see
+// Lookup), which for a draft file the engine answers without a system
+// call; the whole Info only where the kernel is told the attributes.
+func infoMeta(de fs.DirEntry) (fs.FileInfo, error) {
+	if m, ok := de.(interface{ InfoMeta() (fs.FileInfo, error) }); ok {
+		return m.InfoMeta()
+	}
+	return de.Info()
 }
 
 // Fsyncdir implements FileFsyncdirer: the draft's metadata is made

@@ -46,6 +46,27 @@ func (e *dirEntry) Info() (fs.FileInfo, error) {
 	return e.d.lstat(e.key)
 }
 
+// InfoMeta is Info where the type, mode, owner and inode number are
+// enough: a draft file is described from the draft's records, its size
+// and times left zero, without a system call (see Fs.LstatMeta).
+func (e *dirEntry) InfoMeta() (fs.FileInfo, error) {
+	if fi, ok := e.d.fileMeta(e.key); ok {
+		return fi, nil
+	}
+	return e.Info()
+}
+
+// fileMeta describes the draft file at key from the draft's records,
+// false when key is not one.
+func (d *Draft) fileMeta(key string) (fs.FileInfo, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if fi, ok := fileMetaOf(key, d.peek(key)); ok {
+		return fi, true
+	}
+	return nil, false
+}
+
 // ReadDir lists a directory of the view, sorted by name: the draft's
 // entries over the lower directory's, without whiteouts.
 func (f *Fs) ReadDir(name string) ([]fs.DirEntry, error) {

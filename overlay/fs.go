@@ -250,10 +250,19 @@ func draftMeta(name string, ino uint64, n *inode, nlink int) *fileInfo {
 // times are left zero (SETATTR and opens for writing, four of the
 // eleven stats of its data file a file tar creates would cost).
 func (d *Draft) describeMeta(key string, p peeked) (fs.FileInfo, error) {
-	if p.err == nil && p.ino != 0 && p.n.Data {
-		return draftMeta(baseOf(key), p.ino, &p.n, p.nlink), nil
+	if fi, ok := fileMetaOf(key, p); ok {
+		return fi, nil
 	}
 	return d.describe(key, p)
+}
+
+// fileMetaOf is draftMeta of the draft file p found at key, false when
+// p is not one.
+func fileMetaOf(key string, p peeked) (*fileInfo, bool) {
+	if p.err != nil || p.ino == 0 || !p.n.Data {
+		return nil, false
+	}
+	return draftMeta(baseOf(key), p.ino, &p.n, p.nlink), true
 }
 
 // times are the mtime, atime and ctime of an inode without Data.

@@ -91,8 +91,8 @@ func stateRoot(draftDir string) string {
 }
 
 // TestRemoveFileWithLostData: a draft file whose data file went behind
-// the engine's back (a damaged state directory) can still be removed
-// and renamed: what a removal or a rename needs to know of a
+// the engine's back (a damaged state directory) can still be listed,
+// removed and renamed: what these need to know of a
 // draft file is in its records, and the lost content is not asked for.
 func TestRemoveFileWithLostData(t *testing.T) {
 	root := t.TempDir()
@@ -113,6 +113,27 @@ func TestRemoveFileWithLostData(t *testing.T) {
 		if _, err := f.Stat(name); err == nil {
 			t.Fatalf("%s is described with its data file gone", name)
 		}
+	}
+	// A listing still names it, and says what it is where that is
+	// enough (a mount's listing of a file the kernel knows).
+	ents, err := f.ReadDir("/")
+	must(t, err)
+	listed := false
+	for _, de := range ents {
+		if de.Name() != "lost.txt" {
+			continue
+		}
+		listed = true
+		if _, err := de.Info(); err == nil {
+			t.Error("lost.txt's listing entry is described with its data file gone")
+		}
+		fi, err := de.(*dirEntry).InfoMeta()
+		if err != nil || fi.Name() != "lost.txt" || fi.Mode() != 0o644 || fi.Sys().(*Attr).Ino == 0 {
+			t.Errorf("InfoMeta of lost.txt: %v, %v", fi, err)
+		}
+	}
+	if !listed {
+		t.Error("lost.txt is not listed")
 	}
 	must(t, f.Remove("lost.txt"))
 	must(t, f.Rename("lost2.txt", "moved.txt"))
