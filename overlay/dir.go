@@ -50,21 +50,14 @@ func (e *dirEntry) Info() (fs.FileInfo, error) {
 // enough: a draft file is described from the draft's records, its size
 // and times left zero, without a system call (see Fs.LstatMeta).
 func (e *dirEntry) InfoMeta() (fs.FileInfo, error) {
-	if fi, ok := e.d.fileMeta(e.key); ok {
-		return fi, nil
-	}
-	return e.Info()
-}
-
-// fileMeta describes the draft file at key from the draft's records,
-// false when key is not one.
-func (d *Draft) fileMeta(key string) (fs.FileInfo, bool) {
+	d := e.d
 	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if fi, ok := fileMetaOf(key, d.peek(key)); ok {
-		return fi, true
+	fi, ok := fileMetaOf(e.key, d.peek(e.key))
+	d.mu.RUnlock()
+	if !ok {
+		return e.Info()
 	}
-	return nil, false
+	return fi, nil
 }
 
 // ReadDir lists a directory of the view, sorted by name: the draft's

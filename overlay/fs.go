@@ -106,6 +106,9 @@ type peeked struct {
 	listed fs.FileInfo
 }
 
+// file reports whether p found a draft file (one with a data file).
+func (p *peeked) file() bool { return p.err == nil && p.ino != 0 && p.n.Data }
+
 // peek must be called with d.mu held.
 func (d *Draft) peek(key string) peeked {
 	var p peeked
@@ -259,7 +262,7 @@ func (d *Draft) describeMeta(key string, p peeked) (fs.FileInfo, error) {
 // fileMetaOf is draftMeta of the draft file p found at key, false when
 // p is not one.
 func fileMetaOf(key string, p peeked) (*fileInfo, bool) {
-	if p.err != nil || p.ino == 0 || !p.n.Data {
+	if !p.file() {
 		return nil, false
 	}
 	return draftMeta(baseOf(key), p.ino, &p.n, p.nlink), true

@@ -105,7 +105,7 @@ func (d *Draft) openDisk(key, name string) afero.File {
 func (d *Draft) openRead(key, name string) (afero.File, error) {
 	d.mu.RLock()
 	p := d.peek(key)
-	if p.err == nil && p.ino != 0 && p.n.Data {
+	if p.file() {
 		// Opened with d.mu held, so the inode cannot go in between.
 		f, err := d.openData(p.n.dataName(p.ino), os.O_RDONLY, 0)
 		if err == nil {

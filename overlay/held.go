@@ -62,7 +62,7 @@ func (d *Draft) holdDraft(key string, h *heldFile) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	p := d.peek(key)
-	if p.err != nil || p.ino == 0 || !p.n.Data {
+	if !p.file() {
 		return false
 	}
 	d.holdFile(p.ino) // released by h's Close, or by its handle's once opened
