@@ -97,7 +97,7 @@ func Start(opts Options) (*Daemon, error) {
 	d := &Daemon{opts: opts, socket: control.SocketPath(opts.StateDir), done: make(chan struct{}), mounts: map[string]*mount{}, authors: newAuthors()}
 	// The walk that watches the workspace's directories starts once the
 	// daemon serves (or has been closed, failing): on a large tree it
-	// takes much of the one CPU a mount's process uses (serveProcs),
+	// takes much of the one CPU a mount's process uses (serving.Setup),
 	// which the start waited for.
 	started := make(chan struct{})
 	defer close(started)

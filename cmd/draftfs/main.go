@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	// Before the other packages initialize (see its documentation).
+	_ "github.com/draftfs/draftfs/cmd/draftfs/internal/prestart"
 	"github.com/draftfs/draftfs/overlay"
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/daemon/contain"
+	"github.com/draftfs/draftfs/daemon/serving"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/protocol/control"
 )
@@ -235,7 +236,9 @@ func runMount(cfg *config) (dir string, stop func() error, step stepFunc, err er
 		if !errors.Is(err, control.ErrNoDaemon) {
 			return "", nil, nil, err
 		}
-		serveProcs()
+		// It may exec draftfs again with the same arguments: what
+		// this process did so far may happen twice.
+		serving.Setup()
 		d, err := startDaemon(cfg, "run")
 		if errors.Is(err, control.ErrRunning) && attempt == 0 {
 			continue // one started meanwhile: use it

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/daemon"
+	"github.com/draftfs/draftfs/daemon/serving"
 )
 
 // Flags of serve and mount.
@@ -69,7 +69,9 @@ func serve(mountDir string) error {
 	if err != nil {
 		return err
 	}
-	serveProcs()
+	// Before anything that must not happen twice: it may exec draftfs
+	// again with the same arguments.
+	serving.Setup()
 	// Subscribe before starting: a signal during start-up still ends the
 	// daemon cleanly.
 	sigs := make(chan os.Signal, 2)
@@ -111,16 +113,4 @@ func serve(mountDir string) error {
 	case <-d.Done():
 	}
 	return d.Close()
-}
-
-// serveProcs runs the Go code of a process that serves mounts on one CPU
-// at a time, unless GOMAXPROCS is set; call it before a mount starts. A
-// FUSE request is a round trip its caller waits for, and with more than
-// one P the scheduler hands requests between threads on different CPUs,
-// each wake-up of an idle CPU costing more than serving a small request.
-// The README's Benchmarks section has the figures and the price.
-func serveProcs() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 }

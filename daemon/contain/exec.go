@@ -8,17 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/draftfs/draftfs/daemon/serving"
 )
 
 // Exec is the helper side of [Command], inside the namespace, with the
 // arguments after HelperCommand: [--ready-fd N] -- CMD [ARGS...]. It
 // says on the ready descriptor that the namespace is set up, gives CMD
 // the default handling of the terminal's signals back, and execs CMD
-// with PWD set to the working directory. It returns only on failure,
+// with PWD set to the working directory and the timer slack draftfs was
+// started with (see serving.RestoreSlack). It returns only on failure,
 // with a shell's exit status for it.
 func Exec(args []string) int {
 	fail := func(code int, format string, a ...any) int {
@@ -52,7 +56,10 @@ func Exec(args []string) int {
 	// would pass on. A signal Go handles is reset to the default by
 	// exec: handling them here is what restores them for CMD.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGQUIT)
-	env := os.Environ()
+	// The exec runs on this thread, whose timer slack CMD inherits: the
+	// one the draftfs that started bwrap was started with.
+	runtime.LockOSThread()
+	env := serving.RestoreSlack(os.Environ())
 	if wd, err := os.Getwd(); err == nil {
 		env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") }), "PWD="+wd)
 	}

@@ -9,8 +9,9 @@
 //
 //	memfs [-debug] [-io-uring] MOUNTPOINT
 //
-// It serves until unmounted. Like the draftfs daemon it runs its Go
-// code on one CPU unless GOMAXPROCS is set (see the README's Runtime
+// It serves until unmounted. It sets its process up as the draftfs
+// daemon does (daemon/serving: its Go code on one CPU unless GOMAXPROCS
+// is set, and its threads' timer slack; see the README's Runtime
 // settings).
 package main
 
@@ -20,7 +21,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +29,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/daemon/serving"
 	"github.com/draftfs/draftfs/fusefs/internal/mountopts"
 	"github.com/draftfs/draftfs/fusefs/internal/noopendir"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
@@ -42,9 +43,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: memfs [-debug] [-io-uring] MOUNTPOINT")
 		os.Exit(2)
 	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
+	serving.Setup()
 	serve, err := mount(flag.Arg(0), *debug, *ring)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "memfs: %v\n", err)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/draftfs/draftfs/daemon/serving"
+)
+
+// TestServingTimerSlack: a process that serves a mount runs every
+// thread, Go's sysmon among them, with a timer slack of at least
+// serving.Slack (it execs itself again for that, under its own name),
+// and the commands draftfs run starts get the slack draftfs was started
+// with back, without the variable that carried it.
+func TestServingTimerSlack(t *testing.T) {
+	whoever(t, func(t *testing.T, f *fixture) {
+		needFUSE(t)
+		const started = 60_000 // not the kernel's default, below Slack
+		probe := []string{"run", "--", "sh", "-c", `cat /proc/self/timerslack_ns; echo "${` + serving.EnvSlack + `-unset}"`}
+		want := strconv.Itoa(started) + "\nunset\n"
+
+		// Without a daemon: the run serves its mount itself.
+		if r := withSlack(t, started, func() result { return f.run(probe...) }); r.code != 0 || r.out != want {
+			t.Fatalf("run serving its own mount, started with slack %d: %s; want stdout %q", started, r, want)
+		}
+
+		mnt := filepath.Join(f.tmp, "view")
+		d := withSlack(t, started, func() *server { return f.serve(mnt) })
+		pid := d.cmd.Process.Pid
+		if slacks := threadSlacks(t, pid); len(slacks) < 2 || slices.ContainsFunc(slacks, func(ns int) bool { return ns != int(serving.Slack) }) {
+			t.Errorf("the daemon's threads' timer slacks: %v; want all %d", slacks, serving.Slack)
+		}
+		if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) != filepath.Base(bin) {
+			t.Errorf("the daemon's name after its exec: %q; want %q", comm, filepath.Base(bin))
+		}
+		// Through the daemon.
+		if r := withSlack(t, started, func() result { return f.run(probe...) }); r.code != 0 || r.out != want {
+			t.Fatalf("run through the daemon, started with slack %d: %s; want stdout %q", started, r, want)
+		}
+		d.stop()
+
+		// Started with more slack than Slack: nothing is changed.
+		const more = 3 * int(serving.Slack)
+		d = withSlack(t, more, func() *server { return f.serve(mnt) })
+		if slacks := threadSlacks(t, d.cmd.Process.Pid); slices.ContainsFunc(slacks, func(ns int) bool { return ns != more }) {
+			t.Errorf("the daemon's threads' timer slacks when started with %d: %v", more, slacks)
+		}
+		if env, _ := os.ReadFile("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/environ"); strings.Contains(string(env), serving.EnvSlack+"=") {
+			t.Errorf("the daemon started with slack %d execed itself (%s is set)", more, serving.EnvSlack)
+		}
+		if r := withSlack(t, more, func() result { return f.run(probe...) }); r.code != 0 || r.out != strconv.Itoa(more)+"\nunset\n" {
+			t.Fatalf("run through the daemon, started with slack %d: %s", more, r)
+		}
+		d.stop()
+	})
+}
+
+// withSlack calls start, which starts a process, on a thread whose
+// timer slack is ns: the process inherits it.
+func withSlack[T any](t *testing.T, ns int, start func() T) T {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	was, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(ns), 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
+	return start()
+}
+
+// threadSlacks are the timer slacks of process pid's threads.
+func threadSlacks(t *testing.T, pid int) []int {
+	t.Helper()
+	tids, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, tid := range tids {
+		b, err := os.ReadFile("/proc/" + tid.Name() + "/timerslack_ns")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		ns, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("/proc/%s/timerslack_ns: %q", tid.Name(), b)
+		}
+		out = append(out, ns)
+	}
+	return out
+}
