@@ -18,7 +18,8 @@ import (
 // thread, Go's sysmon among them, with a timer slack of at least
 // serving.Slack (it execs itself again for that, under its own name),
 // and the commands draftfs run starts get the slack draftfs was started
-// with back, without the variable that carried it.
+// with back, without the variable that carried it. Set to 0 before
+// draftfs starts, the variable leaves the slack as it is.
 func TestServingTimerSlack(t *testing.T) {
 	whoever(t, func(t *testing.T, f *fixture) {
 		needFUSE(t)
@@ -57,6 +58,14 @@ func TestServingTimerSlack(t *testing.T) {
 		}
 		if r := withSlack(t, more, func() result { return f.run(probe...) }); r.code != 0 || r.out != strconv.Itoa(more)+"\nunset\n" {
 			t.Fatalf("run through the daemon, started with slack %d: %s", more, r)
+		}
+		d.stop()
+
+		// The variable set, to 0, leaves the slack as it is.
+		t.Setenv(serving.EnvSlack, "0")
+		d = withSlack(t, started, func() *server { return f.serve(mnt) })
+		if slacks := threadSlacks(t, d.cmd.Process.Pid); slices.ContainsFunc(slacks, func(ns int) bool { return ns != started }) {
+			t.Errorf("the daemon's threads' timer slacks with %s=0: %v; want all %d", serving.EnvSlack, slacks, started)
 		}
 		d.stop()
 	})

@@ -19,7 +19,8 @@ const Slack = time.Millisecond
 // EnvSlack names the environment variable in which a process that
 // raised its timer slack keeps the slack it was started with (in
 // nanoseconds), for [RestoreSlack]; its presence also says the raise is
-// done.
+// done, so that a process started with it set (to 0: nothing to give
+// back) keeps the slack it has.
 const EnvSlack = "DRAFTFS_TIMERSLACK"
 
 // Setup prepares the process to serve FUSE requests: one P unless
