@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/daemon/serving"
 	"github.com/draftfs/draftfs/fusefs/internal/uring"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/vfstest"
@@ -27,8 +28,12 @@ import (
 )
 
 // TestMain lets the test binary be a mount server for tests that need
-// one in another process.
+// one in another process. First it raises its threads' timer slack as
+// the draftfs daemon does (serving.RaiseSlack, which execs the test
+// binary again), so that the mounts the tests make are served with the
+// same timing; GOMAXPROCS stays Go's default, where races show more.
 func TestMain(m *testing.M) {
+	serving.RaiseSlack()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case serveCommand:

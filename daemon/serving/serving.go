@@ -27,16 +27,21 @@ const EnvSlack = "DRAFTFS_TIMERSLACK"
 // GOMAXPROCS is set (a request is a round trip its caller waits for,
 // and with more Ps the scheduler hands requests between threads on
 // different CPUs, each wake-up of an idle CPU costing more than serving
-// a small request), and every thread's timer slack at least [Slack]
-// (see the package documentation). Call it before the process does
-// anything that must not happen twice: where the slack is raised it
-// execs the process's program again, with the same arguments and
-// environment (and EnvSlack), and does not return. If that exec fails
-// the process goes on as it was.
+// a small request), then [RaiseSlack]. Call it before the process does
+// anything that must not happen twice.
 func Setup() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	RaiseSlack()
+}
+
+// RaiseSlack gives every thread of the process a timer slack of at
+// least [Slack] (see the package documentation): where the slack is
+// less, it execs the process's program again, with the same arguments
+// and environment (and EnvSlack), and does not return. If that exec
+// fails the process goes on as it was.
+func RaiseSlack() {
 	if _, ok := os.LookupEnv(EnvSlack); ok {
 		return
 	}
