@@ -26,7 +26,7 @@
 //
 // Go creates sysmon's thread before any of the program's code runs, and
 // a process may set the slack only of its own threads (of others with
-// CAP_SYS_NICE): so [Setup] sets its thread's slack and execs the
+// CAP_SYS_NICE): so [RaiseSlack] sets its thread's slack and execs the
 // program again, whose threads all inherit it. The slack the process
 // had travels in the environment, and [RestoreSlack] gives it back to
 // the commands the process starts (draftfs run's and draftfs acp's,

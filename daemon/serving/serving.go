@@ -59,7 +59,8 @@ func RaiseSlack() {
 	env := append(os.Environ(), EnvSlack+"="+strconv.Itoa(was))
 	// By its path, so that the process keeps its name (by /proc/self/exe
 	// it would be "exe"); that path fails when the program was deleted
-	// since it started, the other does not.
+	// since it started (and runs its new version when it was replaced),
+	// the other does not.
 	for _, exe := range programs() {
 		syscall.Exec(exe, os.Args, env)
 	}
