@@ -106,9 +106,17 @@ func heavyWork() (end func()) {
 func heavyWorkFor(string) (end func()) { return heavyWork() }
 
 // restoreLimit ends heavyWork's lift of chain gen, unless other heavy
-// work began meanwhile.
+// work began meanwhile. Where the runtime holds near as much memory as
+// the limit will allow or more, a collection first hands what it can
+// back to the system (see heavyWork); below that the limit comes back
+// at once, sparing the forced collection and the return of every free
+// page at the end of each small burst (a tool that pauses between its
+// writes, as python3 -m venv does, ends one every few seconds; README,
+// Runtime settings).
 func restoreLimit(gen int) {
-	debug.FreeOSMemory()
+	if limit := gcLimit(liveHeap()); heldMemory() > limit-limit/8 {
+		debug.FreeOSMemory()
+	}
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
 	if gen != gc.gen || gc.heavy > 0 {
@@ -121,6 +129,14 @@ func restoreLimit(gen int) {
 // gcLimit is the memory limit for a live heap of live bytes.
 func gcLimit(live uint64) int64 {
 	return max(memoryLimit, int64(live+live/2))
+}
+
+// heldMemory is the memory the runtime holds that its memory limit
+// counts: all it mapped but what it gave back to the system, in bytes.
+func heldMemory() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 // liveHeap is the heap the last collection found live, in bytes.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -124,5 +125,53 @@ func TestHeavyWorkLiftsLimit(t *testing.T) {
 	heavyWork()()
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set: memory limit %d, want it left alone", got)
+	}
+}
+
+// TestRestoreLimitFreesOnlyWhenNeeded: heavy work that left the runtime
+// holding little memory ends without a forced collection; heavy work
+// that left it holding more than the limit allows ends with one, which
+// hands the memory back before the limit returns.
+func TestRestoreLimitFreesOnlyWhenNeeded(t *testing.T) {
+	tuneGCAfresh(t)
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	// endHeavy ends work and waits for the limit to come back.
+	endHeavy := func(end func()) {
+		t.Helper()
+		end()
+		for range 500 {
+			if debug.SetMemoryLimit(-1) < memoryLimit+heavyHeadroom {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("the memory limit did not come back after heavy work")
+	}
+
+	debug.FreeOSMemory() // what earlier tests left goes first
+	before := forced()
+	endHeavy(heavyWork())
+	if got := forced(); got != before {
+		t.Errorf("%d forced collections at the end of heavy work that took little memory, want none", got-before)
+	}
+
+	end := heavyWork()
+	var junk [][]byte
+	for range 300 {
+		junk = append(junk, make([]byte, 1<<20))
+	}
+	runtime.KeepAlive(junk)
+	junk = nil
+	if held := heldMemory(); held < memoryLimit {
+		t.Fatalf("the runtime holds %d MiB after 300 MiB of garbage, want more than %d", held>>20, memoryLimit>>20)
+	}
+	before = forced()
+	endHeavy(end)
+	if got := forced(); got == before {
+		t.Error("no forced collection at the end of heavy work that left the runtime holding more than the limit")
 	}
 }
