@@ -72,11 +72,12 @@ func followLiveHeap(gen int) {
 // with a large live heap (the nodes of 100,000 files the kernel keeps
 // referenced) each collection marks all of it every few tens of MB
 // allocated: a 10,000-file commit spent 40% of its
-// CPU collecting (README, Commit, status and scale). At the end a
-// collection returns the memory the work took to the system, in the
-// background, and then the limit and its following of the live heap
-// come back (restored at once, the limit had the collector run without
-// a pause until the runtime had given back the pages). Nothing while
+// CPU collecting (README, Commit, status and scale). At the end the
+// limit and its following of the live heap come back, in the
+// background, after a collection that returns the memory the work took
+// to the system where the runtime holds near the limit or more
+// (restored at once, the limit then had the collector run without a
+// pause until the runtime had given back the pages; see restoreLimit). Nothing while
 // GOMEMLIMIT rules.
 func heavyWork() (end func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
