@@ -4,6 +4,7 @@ package overlay
 
 import (
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,13 @@ func (e *stateEncoder) encode(st *cpState) ([]byte, error) {
 
 func formatIno(ino uint64) string { return strconv.FormatUint(ino, 10) }
 
+// yieldEvery is how many records an encoding goes through between
+// yields of the processor: a checkpoint runs while the draft is quiet,
+// but a request that comes meanwhile should not wait for the whole of a
+// large draft's encoding (the daemon has one P; without a yield Go
+// preempts the encoding only after 10 ms).
+const yieldEvery = 1024
+
 // recordCache keeps the encodings of a map's members and its keys in
 // the order json.Marshal writes them (by the key's text).
 type recordCache[K comparable, V comparable] struct {
@@ -75,7 +83,11 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 		c.enc = map[K]record[V]{}
 	}
 	var added []K
+	n := 0
 	for k, v := range m {
+		if n++; n%yieldEvery == 0 {
+			runtime.Gosched()
+		}
 		r, ok := c.enc[k]
 		if ok && r.v == v {
 			continue
@@ -114,6 +126,9 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 	for i, k := range c.sorted {
 		if i > 0 {
 			out = append(out, ',')
+			if i%yieldEvery == 0 {
+				runtime.Gosched()
+			}
 		}
 		out = append(out, c.enc[k].b...)
 	}

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"maps"
 	"math/rand"
+	"runtime"
+	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -49,3 +52,34 @@ func TestStateEncoder(t *testing.T) {
 }
 
 func k(i int) string { return string(rune('a' + i%26)) }
+
+// TestStateEncoderYields: encoding a large state lets another goroutine
+// run before it ends, on one P (the daemon's): a request that comes
+// while a checkpoint encodes a large draft does not wait for all of it.
+// (Under -race the scheduler's own shuffling may run it too; the check
+// bites without.)
+func TestStateEncoderYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	st := &cpState{Entries: map[string]*entry{}, Inodes: map[uint64]*inode{}}
+	for i := range 3 * yieldEvery {
+		st.Entries[strconv.Itoa(i)] = &entry{Kind: kindFile, Ino: uint64(i)}
+		st.Inodes[uint64(i)] = &inode{Mode: 0o644}
+	}
+	var enc stateEncoder
+	_, err := enc.encode(st) // every record encoded: the next only copies
+	must(t, err)
+	var encoding, ranDuring atomic.Bool
+	encoding.Store(true)
+	done := make(chan struct{})
+	go func() {
+		ranDuring.Store(encoding.Load())
+		close(done)
+	}()
+	_, err = enc.encode(st)
+	encoding.Store(false)
+	must(t, err)
+	<-done
+	if !ranDuring.Load() {
+		t.Error("a goroutine made runnable before an encoding of 3,072 records ran only after it")
+	}
+}
