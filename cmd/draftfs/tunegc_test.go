@@ -128,50 +128,45 @@ func TestHeavyWorkLiftsLimit(t *testing.T) {
 	}
 }
 
-// TestRestoreLimitFreesOnlyWhenNeeded: heavy work that left the runtime
-// holding little memory ends without a forced collection; heavy work
-// that left it holding more than the limit allows ends with one, which
-// hands the memory back before the limit returns.
+// TestRestoreLimitFreesOnlyWhenNeeded: heavy work that ends with the
+// runtime holding little memory ends without a forced collection; heavy
+// work that ends with it holding more than the limit allows ends with
+// one, which hands the memory back before the limit returns.
 func TestRestoreLimitFreesOnlyWhenNeeded(t *testing.T) {
 	tuneGCAfresh(t)
+	measure := heldMemory
+	t.Cleanup(func() { heldMemory = measure })
+	if held, live := measure(), int64(liveHeap()); held < live {
+		t.Errorf("heldMemory %d MiB, less than the live heap, %d MiB", held>>20, live>>20)
+	}
 	forced := func() uint64 {
 		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
-	// endHeavy ends work and waits for the limit to come back.
-	endHeavy := func(end func()) {
+	// heavyHolding runs heavy work that ends with the runtime holding
+	// held bytes and waits for the limit to come back; it returns how
+	// many collections were forced meanwhile.
+	heavyHolding := func(held int64) uint64 {
 		t.Helper()
+		heldMemory = func() int64 { return held }
+		before := forced()
+		end := heavyWork()
+		lifted := debug.SetMemoryLimit(-1)
 		end()
-		for range 500 {
-			if debug.SetMemoryLimit(-1) < memoryLimit+heavyHeadroom {
-				return
+		for range 1000 {
+			if debug.SetMemoryLimit(-1) != lifted {
+				return forced() - before
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		t.Fatal("the memory limit did not come back after heavy work")
+		return 0
 	}
-
-	debug.FreeOSMemory() // what earlier tests left goes first
-	before := forced()
-	endHeavy(heavyWork())
-	if got := forced(); got != before {
-		t.Errorf("%d forced collections at the end of heavy work that took little memory, want none", got-before)
+	if n := heavyHolding(memoryLimit / 2); n != 0 {
+		t.Errorf("%d forced collections at the end of heavy work that left the runtime holding half the limit, want none", n)
 	}
-
-	end := heavyWork()
-	var junk [][]byte
-	for range 300 {
-		junk = append(junk, make([]byte, 1<<20))
-	}
-	runtime.KeepAlive(junk)
-	junk = nil
-	if held := heldMemory(); held < memoryLimit {
-		t.Fatalf("the runtime holds %d MiB after 300 MiB of garbage, want more than %d", held>>20, memoryLimit>>20)
-	}
-	before = forced()
-	endHeavy(end)
-	if got := forced(); got == before {
-		t.Error("no forced collection at the end of heavy work that left the runtime holding more than the limit")
+	if n := heavyHolding(2 * memoryLimit); n == 0 {
+		t.Error("no forced collection at the end of heavy work that left the runtime holding twice the limit")
 	}
 }
