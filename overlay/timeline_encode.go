@@ -58,6 +58,13 @@ func formatIno(ino uint64) string { return strconv.FormatUint(ino, 10) }
 // preempts the encoding only after 10 ms).
 const yieldEvery = 1024
 
+// yieldAt yields the processor at every yieldEvery'th record n.
+func yieldAt(n int) {
+	if n%yieldEvery == 0 {
+		runtime.Gosched()
+	}
+}
+
 // recordCache keeps the encodings of a map's members and its keys in
 // the order json.Marshal writes them (by the key's text).
 type recordCache[K comparable, V comparable] struct {
@@ -85,9 +92,8 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 	var added []K
 	n := 0
 	for k, v := range m {
-		if n++; n%yieldEvery == 0 {
-			runtime.Gosched()
-		}
+		n++
+		yieldAt(n)
 		r, ok := c.enc[k]
 		if ok && r.v == v {
 			continue
@@ -126,9 +132,7 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 	for i, k := range c.sorted {
 		if i > 0 {
 			out = append(out, ',')
-			if i%yieldEvery == 0 {
-				runtime.Gosched()
-			}
+			yieldAt(i)
 		}
 		out = append(out, c.enc[k].b...)
 	}

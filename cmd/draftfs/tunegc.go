@@ -77,8 +77,8 @@ func followLiveHeap(gen int) {
 // background, after a collection that returns the memory the work took
 // to the system where the runtime holds near the limit or more
 // (restored at once, the limit then had the collector run without a
-// pause until the runtime had given back the pages; see restoreLimit). Nothing while
-// GOMEMLIMIT rules.
+// pause until the runtime had given back the pages; see restoreLimit).
+// Nothing while GOMEMLIMIT rules.
 func heavyWork() (end func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -136,17 +136,26 @@ func gcLimit(live uint64) int64 {
 // counts: all it mapped but what it gave back to the system, in bytes
 // (a variable for the tests).
 var heldMemory = func() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	v := readMetrics("/memory/classes/total:bytes", "/memory/classes/heap/released:bytes")
+	return int64(v[0] - v[1])
 }
 
 // liveHeap is the heap the last collection found live, in bytes.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+func liveHeap() uint64 { return readMetrics("/gc/heap/live:bytes")[0] }
+
+// readMetrics reads the runtime's metrics names, 0 for one this Go does
+// not have as a count.
+func readMetrics(names ...string) []uint64 {
+	s := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		s[i].Name = n
 	}
-	return s[0].Value.Uint64()
+	metrics.Read(s)
+	v := make([]uint64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	return v
 }

@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -139,11 +138,7 @@ func TestRestoreLimitFreesOnlyWhenNeeded(t *testing.T) {
 	if held, live := measure(), int64(liveHeap()); held < live {
 		t.Errorf("heldMemory %d MiB, less than the live heap, %d MiB", held>>20, live>>20)
 	}
-	forced := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
+	forced := func() uint64 { return readMetrics("/gc/cycles/forced:gc-cycles")[0] }
 	// heavyHolding runs heavy work that ends with the runtime holding
 	// held bytes and waits for the limit to come back; it returns how
 	// many collections were forced meanwhile.

@@ -40,11 +40,12 @@ const opInit = 26
 // Go's sysmon to take the P from the thread blocked in read(2) before it
 // can run (20 µs or more; about a millisecond with the timer slack
 // daemon/serving gives the daemon's threads). Here the thread that
-// answered is the one the kernel wakes. A reader that takes a request lets go of the role
-// and, unless one is pending already, starts a spare goroutine that
-// takes the role if it is still free when it runs: with one P, when the
-// handler blocks long enough for the P to go on (in a system call,
-// sysmon hands it on after a tick or two), so that a handler waiting
+// answered is the one the kernel wakes. A reader that takes a request
+// lets go of the role and, unless one is pending already, starts a
+// spare goroutine that takes the role if it is still free when it
+// runs: with one P, when the handler blocks long enough for the P to
+// go on (in a system call, sysmon hands it on after a tick or two), so
+// that a handler waiting
 // for another request to be answered (an invalidation waiting for a
 // directory lock a LOOKUP holds) never waits for ever. Starting a
 // goroutine per request instead, which then reads, costs more: the
