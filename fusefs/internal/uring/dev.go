@@ -45,9 +45,9 @@ const opInit = 26
 // spare goroutine that takes the role if it is still free when it
 // runs: with one P, when the handler blocks long enough for the P to
 // go on (in a system call, sysmon hands it on after a tick or two), so
-// that a handler waiting
-// for another request to be answered (an invalidation waiting for a
-// directory lock a LOOKUP holds) never waits for ever. Starting a
+// that a handler waiting for another request to be answered (an
+// invalidation waiting for a directory lock a LOOKUP holds) never waits
+// for ever. Starting a
 // goroutine per request instead, which then reads, costs more: the
 // new goroutine grows its stack again through the handler's deep
 // calls, and runs on another thread whenever the handler blocks.
