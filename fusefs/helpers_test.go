@@ -30,8 +30,9 @@ import (
 // TestMain lets the test binary be a mount server for tests that need
 // one in another process. First it raises its threads' timer slack as
 // the draftfs daemon does (serving.RaiseSlack, which execs the test
-// binary again), so that the mounts the tests make are served with the
-// same timing; GOMAXPROCS stays Go's default, where races show more.
+// binary again where cgo did not raise it before the start), so that
+// the mounts the tests make are served with the same timing;
+// GOMAXPROCS stays Go's default, where races show more.
 func TestMain(m *testing.M) {
 	serving.RaiseSlack()
 	if len(os.Args) > 1 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/draftfs/draftfs/daemon/mounts"
+	"github.com/draftfs/draftfs/daemon/serving"
 	"github.com/draftfs/draftfs/fusefs"
 	"github.com/draftfs/draftfs/protocol/control"
 )
@@ -27,6 +28,11 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv("DRAFTFS_TEST_DIAL"); addr != "" {
 		os.Exit(dialAs(addr)) // a child of TestPeerCheck, as another user
 	}
+	// The test binary links draftfs's packages, so with cgo it raised
+	// its timer slack as draftfs does (package serving): the draftfs
+	// processes the tests start must not take its variable for their
+	// own parent's.
+	os.Unsetenv(serving.EnvSlack)
 	dir, err := os.MkdirTemp("", "draftfs-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -71,6 +77,9 @@ type fixture struct {
 	// cred, when set, is the ordinary user that owns the fixture and
 	// runs every draftfs command of it (see userFixture).
 	cred *syscall.Credential
+	// exe, when set, is the draftfs binary the fixture runs instead of
+	// bin.
+	exe string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -135,7 +144,11 @@ func (r result) String() string {
 
 // cmd prepares draftfs with the fixture's global flags.
 func (f *fixture) cmd(args ...string) *exec.Cmd {
-	return f.as(exec.Command(bin, append([]string{"--workspace", f.ws, "--state", f.state}, args...)...))
+	exe := bin
+	if f.exe != "" {
+		exe = f.exe
+	}
+	return f.as(exec.Command(exe, append([]string{"--workspace", f.ws, "--state", f.state}, args...)...))
 }
 
 // as prepares c to run in the workspace as the fixture's user.

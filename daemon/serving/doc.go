@@ -26,10 +26,17 @@
 //
 // Go creates sysmon's thread before any of the program's code runs, and
 // a process may set the slack only of its own threads (of others with
-// CAP_SYS_NICE): so [RaiseSlack] sets its thread's slack and execs the
-// program again, whose threads all inherit it. The slack the process
-// had travels in the environment, and [RestoreSlack] gives it back to
-// the commands the process starts (draftfs run's and draftfs acp's,
-// through contain's helper), so that a command runs as it would
-// without draftfs.
+// CAP_SYS_NICE), which inherit it from the thread that makes them. In a
+// build with cgo (the default where a C compiler is found) a C
+// constructor sets it on the first thread before Go's runtime starts,
+// in every process of a program that links this package (draftfs's
+// other commands too, whose timers it may delay by up to [Slack]).
+// Without cgo, [RaiseSlack] sets its thread's slack and execs the
+// program again, whose threads all inherit it; that exec made a mount's
+// start about 10 ms slower, and the cgo build links externally, which
+// starts the binary sooner too (the README has the figures). Either way
+// the slack the process had travels in the environment ([EnvSlack]),
+// and [RestoreSlack] gives it back to the commands the process starts
+// (draftfs run's and draftfs acp's, through contain's helper), so that
+// a command runs as it would without draftfs.
 package serving

@@ -40,7 +40,8 @@ func Setup() {
 // least [Slack] (see the package documentation): where the slack is
 // less, it execs the process's program again, with the same arguments
 // and environment (and EnvSlack), and does not return. If that exec
-// fails the process goes on as it was.
+// fails the process goes on as it was. In a build with cgo the slack
+// was raised before the program started, and it does nothing.
 func RaiseSlack() {
 	if _, ok := os.LookupEnv(EnvSlack); ok {
 		return

@@ -2,12 +2,13 @@
 
 // Package prestart sets up a draftfs process whose command line says it
 // serves a mount (draftfs mount, draftfs serve) before the program's
-// other packages initialize: serving.Setup execs the program again, and
-// done here the first process skips the initialization of most of them
-// (about 10 ms of a mount's start on the machine the README's figures
-// come from). The commands themselves still call serving.Setup, which
-// does nothing the second time, and covers a command line this package
-// misreads.
+// other packages initialize. In a build without cgo serving.Setup execs
+// the program again, and done here the first process skips the
+// initialization of most of them (about 10 ms of a mount's start on the
+// machine the README's figures come from); with cgo there is no exec
+// (see package serving) and only the number of Ps is set here. The
+// commands themselves still call serving.Setup, which does nothing the
+// second time, and covers a command line this package misreads.
 //
 // It must stay light: it initializes before the packages its import
 // path sorts ahead of, and only those it depends on initialize before
