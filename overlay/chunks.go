@@ -308,6 +308,31 @@ func bucketGet(b *bolt.Bucket, h string) []byte {
 // filePath is where an earlier version kept the chunk named h.
 func (c *chunkStore) filePath(h string) string { return filepath.Join(c.dir, h[:2], h) }
 
+// remove removes the chunks named in gone.
+func (c *chunkStore) remove(gone map[string]bool) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	if dirs, _ := os.ReadDir(c.dir); len(dirs) > 0 {
+		for h := range gone {
+			if len(h) >= 2 {
+				os.Remove(c.filePath(h))
+			}
+		}
+	}
+	if err := c.open(); err != nil || c.db == nil {
+		return err
+	}
+	return c.update(func(bucket *bolt.Bucket) error {
+		for h := range gone {
+			if err := bucket.Delete([]byte(h)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // keepOnly removes the chunks not in used.
 func (c *chunkStore) keepOnly(used map[string]bool) error {
 	dirs, _ := os.ReadDir(c.dir)

@@ -453,17 +453,11 @@ func TestCheckpointAfterReopenReadsOnlyChanges(t *testing.T) {
 // they use: a rewind to a kept one still works, and the chunks of
 // contents only dropped checkpoints had are gone.
 func TestTimelineExpires(t *testing.T) {
-	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir()})
-	must(t, err)
-	defer w.Close()
-	d, _ := w.Draft("")
-	d.tl.keep = 2
-	f := d.Fs(SourceMount)
+	v := newVersions(t, 2)
 	for i := range 50 { // the 50th expires
-		must(t, afero.WriteFile(f, "f", fmt.Appendf(nil, "version %d\n", i), 0o644))
-		_, err := d.Checkpoint(Author{Source: SourceMount}, "")
-		must(t, err)
+		v.checkpoint(i)
 	}
+	d, f := v.d, v.f
 	ids, err := d.tl.ids()
 	must(t, err)
 	if len(ids) != 2 || ids[0] != 49 {

@@ -91,6 +91,12 @@ type Checkpoint struct {
 	LogEnd uint64 `json:"logEnd"`
 	// State are the chunks of the draft's state after the step.
 	State []string `json:"state"`
+	// Dropped are chunks the previous checkpoint used that this one may
+	// not: every chunk it stopped using, and others (see dropped).
+	// Expiry looks for the chunks to delete among them. Drops says
+	// Dropped is recorded: checkpoints written before it was lack it.
+	Dropped []string `json:"dropped,omitempty"`
+	Drops   bool     `json:"drops,omitempty"`
 	// Hash is the state's hash.
 	Hash string `json:"hash"`
 }
@@ -126,10 +132,12 @@ type timeline struct {
 	// (see capture).
 	prev *cpState
 	enc  stateEncoder
-	// last is the state of the last checkpoint, read lazily.
-	last     *cpState
-	lastHash string
-	lastID   uint64
+	// last is the state of the last checkpoint, read lazily, with its
+	// hash and its own chunks (Checkpoint.State).
+	last       *cpState
+	lastHash   string
+	lastChunks []string
+	lastID     uint64
 	// known maps a data file's (size, mtime) to its content at the last
 	// look, so an unchanged file is not read again; seeded: taken from
 	// the last checkpoint (see seed).
@@ -317,7 +325,7 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 	if err := writeFileAtomic(tl.cpPath(cp.ID), cb, 0o600); err != nil {
 		return nil, fmt.Errorf("overlay: draft %s: checkpoint: %w%s", tl.d.name, err, fullHint(tl.dir, err))
 	}
-	tl.last, tl.lastHash, tl.lastID = st, cp.Hash, cp.ID
+	tl.last, tl.lastHash, tl.lastChunks, tl.lastID = st, cp.Hash, cp.State, cp.ID
 	if cp.ID%50 == 0 {
 		tl.expireLocked()
 	}
@@ -354,6 +362,7 @@ func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint,
 	if cp.State, err = tl.chunks.put(b); err != nil {
 		return nil, nil, err
 	}
+	cp.Dropped, cp.Drops = dropped(prev, tl.lastChunks, st), true
 	cp.Files, cp.Added, cp.Deleted = tl.changed(prev, st)
 	return cp, st, nil
 }
@@ -383,42 +392,118 @@ func (d *Draft) Timeline() ([]Checkpoint, error) {
 
 // expireLocked drops the checkpoints beyond tl.keep and the chunks
 // no kept one uses. Must be called with tl.mu held.
+//
+// A chunk no kept checkpoint uses was last used by a dropped one: the
+// checkpoint after that, the oldest kept or a dropped one, has it in its
+// Dropped. So the chunks to delete are among those the checkpoints
+// dropped now and the oldest kept list, less those a later checkpoint
+// lists (it was used again since, and maybe still is by kept ones) and
+// the last state's. (tl.known names none other: expiry follows a
+// checkpoint, whose capture took its records.) This reads the small
+// checkpoint files only; while a kept checkpoint lacks Dropped (written
+// before checkpoints recorded it) it reads every kept state instead.
 func (tl *timeline) expireLocked() {
 	ids, err := tl.ids()
 	if err != nil || len(ids) <= tl.keep {
 		return
 	}
-	for _, id := range ids[:len(ids)-tl.keep] {
-		os.Remove(tl.cpPath(id))
-	}
-	used := map[string]bool{}
-	for _, id := range ids[len(ids)-tl.keep:] {
-		cp, err := tl.read(id)
-		if err != nil {
+	cps := make([]*Checkpoint, len(ids))
+	for i, id := range ids {
+		if cps[i], err = tl.read(id); err != nil {
 			return // keep every chunk rather than guess
 		}
+	}
+	cut := len(ids) - tl.keep // cps[cut] is the oldest kept
+	if slices.ContainsFunc(cps, func(cp *Checkpoint) bool { return !cp.Drops }) {
+		tl.expireByStates(ids[:cut], cps[cut:])
+		return
+	}
+	unused := map[string]bool{}
+	for _, cp := range cps[:cut+1] {
+		for _, h := range cp.Dropped {
+			unused[h] = true
+		}
+	}
+	for _, cp := range cps[cut+1:] {
+		for _, h := range cp.Dropped {
+			delete(unused, h)
+		}
+	}
+	last, err := tl.lastState()
+	if err != nil || last == nil {
+		return
+	}
+	for _, h := range tl.lastChunks {
+		delete(unused, h)
+	}
+	forEachChunk(last, func(h string) { delete(unused, h) })
+	for _, id := range ids[:cut] {
+		os.Remove(tl.cpPath(id))
+	}
+	tl.chunks.remove(unused)
+}
+
+// expireByStates is expireLocked reading the states of the checkpoints
+// kept: the chunks none of them uses go with the checkpoints gone.
+func (tl *timeline) expireByStates(gone []uint64, kept []*Checkpoint) {
+	used := map[string]bool{}
+	for _, cp := range kept {
 		st, err := tl.state(cp)
 		if err != nil {
-			return
+			return // keep every chunk rather than guess
 		}
 		for _, h := range cp.State {
 			used[h] = true
 		}
-		for _, cd := range st.Data {
-			for _, h := range cd.Chunks {
-				used[h] = true
-			}
-		}
-		for _, cs := range st.Blobs {
-			for _, h := range cs {
-				used[h] = true
-			}
-		}
+		forEachChunk(st, func(h string) { used[h] = true })
 	}
 	for _, cd := range tl.known {
 		for _, h := range cd.Chunks {
 			used[h] = true
 		}
 	}
+	for _, id := range gone {
+		os.Remove(tl.cpPath(id))
+	}
 	tl.chunks.keepOnly(used)
+}
+
+// forEachChunk calls fn with each chunk of st's data files and kept
+// bases (not those of st itself: Checkpoint.State).
+func forEachChunk(st *cpState, fn func(h string)) {
+	for _, cd := range st.Data {
+		for _, h := range cd.Chunks {
+			fn(h)
+		}
+	}
+	for _, cs := range st.Blobs {
+		for _, h := range cs {
+			fn(h)
+		}
+	}
+}
+
+// dropped is what Checkpoint.Dropped lists for a state st recorded after
+// prev, whose own chunks were prevChunks: those, and the chunks of each
+// data file and kept base of prev that st does not share. A chunk prev
+// used and st does not is one of them: a record st took from prev
+// unchanged (the same record: they are never changed in place) has the
+// same chunks, and a kept base st has too (by its content's hash) the
+// same ones.
+func dropped(prev *cpState, prevChunks []string, st *cpState) []string {
+	out := slices.Clone(prevChunks)
+	if prev == nil {
+		return out
+	}
+	for ino, cd := range prev.Data {
+		if st.Data[ino] != cd {
+			out = append(out, cd.Chunks...)
+		}
+	}
+	for h, cs := range prev.Blobs {
+		if st.Blobs[h] == nil {
+			out = append(out, cs...)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ package overlay
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -185,5 +186,27 @@ func BenchmarkCheckpointLargeDraft(b *testing.B) {
 		if _, err := d.Checkpoint(Author{Source: SourceMount}, ""); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTimelineExpire measures an expiry of the timeline of a draft
+// of 5,000 files that keeps 100 checkpoints or more (each after an edit
+// of one file), one of them dropped.
+func BenchmarkTimelineExpire(b *testing.B) {
+	d, f := manyFiles(b, 5000)
+	const keep = 100
+	d.tl.keep = math.MaxInt // none expires yet
+	for i := range b.N + keep {
+		afero.WriteFile(f, "d0/f0", fmt.Appendf(nil, "edit %d\n", i), 0o644)
+		if _, err := d.Checkpoint(Author{Source: SourceMount}, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		d.tl.mu.Lock()
+		d.tl.keep = keep + b.N - 1 - i
+		d.tl.expireLocked()
+		d.tl.mu.Unlock()
 	}
 }

@@ -293,7 +293,7 @@ func (tl *timeline) lastState() (*cpState, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl.last, tl.lastHash = st, cp.Hash
+	tl.last, tl.lastHash, tl.lastChunks = st, cp.Hash, cp.State
 	return st, nil
 }
 

@@ -107,7 +107,9 @@ type step struct {
 func logSteps(cps []overlay.Checkpoint, entries []overlay.LogEntry) []step {
 	out := make([]step, 0, len(cps)+1)
 	for _, cp := range cps {
-		cp.State = nil // the chunks of its state: of no use to a reader
+		// The chunks of its state and those expiry looks at: of no use
+		// to a reader.
+		cp.State, cp.Dropped, cp.Drops = nil, nil, false
 		out = append(out, step{Checkpoint: cp, Ops: []overlay.LogEntry{}})
 	}
 	var pending []overlay.LogEntry
