@@ -117,6 +117,10 @@ type cpData struct {
 	Chunks []string `json:"c"`
 	Size   int64    `json:"s"`
 	Mtime  int64    `json:"mt"`
+	// Ctime is the data file's when it was read: a write since moves
+	// it, even one after which a utimes put the size and mtime back as
+	// they were (0 in states recorded before it was kept).
+	Ctime int64 `json:"ct,omitempty"`
 }
 
 // timeline is a draft's checkpoints.

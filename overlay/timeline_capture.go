@@ -246,7 +246,12 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if k := tl.known[ino]; k != nil && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() {
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return nil, nil, fmt.Errorf("overlay: data file %s: no status", name)
+	}
+	ctime := st.Ctim.Nano()
+	if k := tl.known[ino]; k != nil && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() && k.Ctime == ctime {
 		return k, nil, nil
 	}
 	var buf bytes.Buffer // one allocation while the file keeps its size
@@ -262,10 +267,10 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	// and, emptied, become a new inode's (see spares). Then what was
 	// read is not ino's, and ino counts as gone.
 	var now unix.Stat_t
-	if st, _ := fi.Sys().(*syscall.Stat_t); st == nil || d.statData(name, &now) != nil || now.Ino != st.Ino || !d.holds(ino, name) {
+	if d.statData(name, &now) != nil || now.Ino != st.Ino || !d.holds(ino, name) {
 		return nil, nil, &fs.PathError{Op: "read", Path: d.dataPath(name), Err: fs.ErrNotExist}
 	}
-	cd := &cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano()}
+	cd := &cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano(), Ctime: ctime}
 	if cd.Chunks, err = tl.chunks.put(b); err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ package overlay
 
 import (
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -88,5 +89,36 @@ func TestCheckpointSkipsFileGoneWhileRead(t *testing.T) {
 			t.Errorf("reuse %v: the checkpoint keeps content for the removed file's inode %d (%d bytes)", reuse, ino, cd.Size)
 		}
 		w.Close()
+	}
+}
+
+// TestCheckpointSeesRewriteWithSameSizeAndMtime: a file written again
+// with content of the same size and its mtime put back (touch -r, cp -p
+// of a file with the same size and time) is read again for the next
+// checkpoint, and a rewind to either checkpoint gives back its content.
+func TestCheckpointSeesRewriteWithSameSizeAndMtime(t *testing.T) {
+	w, err := Open(Options{Root: t.TempDir(), StateDir: t.TempDir()})
+	must(t, err)
+	defer w.Close()
+	d, _ := w.Draft("")
+	f := d.Fs(SourceMount)
+	mtime := time.Unix(1e9, 0)
+	var ids []uint64
+	for _, content := range []string{"A\n", "B\n"} {
+		must(t, afero.WriteFile(f, "f", []byte(content), 0o644))
+		must(t, f.Chtimes("f", mtime, mtime))
+		cp, err := d.Checkpoint(Author{Source: SourceMount}, "")
+		must(t, err)
+		if cp == nil {
+			t.Fatalf("no checkpoint after f became %q", content)
+		}
+		ids = append(ids, cp.ID)
+	}
+	for i, want := range []string{"A\n", "B\n"} {
+		_, err := d.Rewind(ids[i], Author{Source: SourceCLI})
+		must(t, err)
+		if b, _ := afero.ReadFile(f, "f"); string(b) != want {
+			t.Errorf("after rewinding to checkpoint %d: f is %q, want %q", ids[i], b, want)
+		}
 	}
 }
