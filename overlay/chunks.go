@@ -68,11 +68,6 @@ func cuts(b []byte) []int {
 	return out
 }
 
-var flaters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.BestSpeed)
-	return w
-}}
-
 var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
 
 // chunkStore keeps chunks in a bbolt database (chunks.db), compressed
@@ -95,6 +90,11 @@ type chunkStore struct {
 	// by name, and read its read transaction (see batch).
 	pending map[string][]byte
 	read    *bolt.Tx
+	// flater compresses the batch's chunks. One for the whole batch: a
+	// new one allocates 1 MB, and a pool of them, emptied at each
+	// collection, made one for nearly every chunk of a checkpoint that
+	// read many new files (a collection each few chunks then).
+	flater *flate.Writer
 }
 
 var bucketChunks = []byte("chunks")
@@ -145,7 +145,7 @@ func (c *chunkStore) batch(fn func() error) error {
 		return fmt.Errorf("overlay: timeline: %s: %w", c.path, fs.ErrPermission) // read only
 	}
 	c.pending = map[string][]byte{}
-	defer func() { c.pending = nil }()
+	defer func() { c.pending, c.flater = nil, nil }()
 	err := safe(func() error {
 		tx, err := c.db.Begin(false)
 		if err != nil {
@@ -221,12 +221,13 @@ func (c *chunkStore) putChunk(b []byte) (string, error) {
 		}
 	}
 	var z bytes.Buffer
-	w := flaters.Get().(*flate.Writer) // a new one allocates 1 MB
-	w.Reset(&z)
-	w.Write(b)
-	err = w.Close()
-	flaters.Put(w)
-	if err != nil {
+	if c.flater == nil {
+		c.flater, _ = flate.NewWriter(&z, flate.BestSpeed) // no error at this level
+	} else {
+		c.flater.Reset(&z)
+	}
+	c.flater.Write(b)
+	if err := c.flater.Close(); err != nil {
 		return "", err
 	}
 	c.pending[h] = z.Bytes()
