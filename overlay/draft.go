@@ -314,15 +314,23 @@ func (d *Draft) dataOf(ino uint64) string {
 
 // openData opens the data file name (as os.OpenFile would its path).
 func (d *Draft) openData(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	fd, err := d.openDataFd(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), d.dataPath(name)), nil
+}
+
+// openDataFd is openData's descriptor, without an os.File around it.
+func (d *Draft) openDataFd(name string, flag int, perm fs.FileMode) (int, error) {
 	for {
 		fd, err := unix.Openat(d.data, name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
-		switch err {
-		case nil:
-			return os.NewFile(uintptr(fd), d.dataPath(name)), nil
-		case unix.EINTR:
-			continue
+		if err != unix.EINTR {
+			if err != nil {
+				return -1, &fs.PathError{Op: "open", Path: d.dataPath(name), Err: err}
+			}
+			return fd, nil
 		}
-		return nil, &fs.PathError{Op: "open", Path: d.dataPath(name), Err: err}
 	}
 }
 

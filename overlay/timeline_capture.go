@@ -3,7 +3,6 @@
 package overlay
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +10,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -237,29 +236,25 @@ func (tl *timeline) verifyData(ino uint64, name string, cd *cpData) error {
 // it, unread).
 func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	d := tl.d
-	f, err := d.openData(name, os.O_RDONLY, 0)
+	// A descriptor, not an os.File: that costs an fcntl and a cleanup
+	// for each of the thousands of files a checkpoint may read.
+	fd, err := d.openDataFd(name, unix.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, nil, &fs.PathError{Op: "fstat", Path: d.dataPath(name), Err: err}
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return nil, nil, fmt.Errorf("overlay: data file %s: no status", name)
-	}
-	ctime := st.Ctim.Nano()
-	if k := tl.known[ino]; k != nil && k.Size == fi.Size() && k.Mtime == fi.ModTime().UnixNano() && k.Ctime == ctime {
+	mtime, ctime := st.Mtim.Nano(), st.Ctim.Nano()
+	if k := tl.known[ino]; k != nil && k.Size == st.Size && k.Mtime == mtime && k.Ctime == ctime {
 		return k, nil, nil
 	}
-	var buf bytes.Buffer // one allocation while the file keeps its size
-	buf.Grow(int(fi.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, nil, err
+	b, err := readAll(fd, st.Size)
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "read", Path: d.dataPath(name), Err: err}
 	}
-	b := buf.Bytes()
 	if testHookContentRead != nil {
 		testHookContentRead(ino)
 	}
@@ -270,15 +265,39 @@ func (tl *timeline) content(ino uint64, name string) (*cpData, []byte, error) {
 	if d.statData(name, &now) != nil || now.Ino != st.Ino || !d.holds(ino, name) {
 		return nil, nil, &fs.PathError{Op: "read", Path: d.dataPath(name), Err: fs.ErrNotExist}
 	}
-	cd := &cpData{Hash: hashBytes(b), Size: int64(len(b)), Mtime: fi.ModTime().UnixNano(), Ctime: ctime}
+	cd := &cpData{Size: int64(len(b)), Mtime: mtime, Ctime: ctime}
 	if cd.Chunks, err = tl.chunks.put(b); err != nil {
 		return nil, nil, err
 	}
-	if len(cd.Chunks) == 1 && cd.Chunks[0] == cd.Hash {
-		cd.Hash = cd.Chunks[0] // one string for both
+	if len(cd.Chunks) == 1 {
+		cd.Hash = cd.Chunks[0] // the content's hash: one string for both
+	} else {
+		cd.Hash = hashBytes(b)
 	}
 	tl.known[ino] = cd // shared with the states, which change none
 	return cd, b, nil
+}
+
+// readAll reads fd from where it is to its end, in one read(2) and a
+// second that finds the end when the file still has the size it was
+// found with.
+func readAll(fd int, size int64) ([]byte, error) {
+	b := make([]byte, 0, size+1)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b)) // it grew meanwhile
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return b, nil
+		default:
+			b = b[:len(b)+n]
+		}
+	}
 }
 
 // testHookContentRead, when set by a test, runs when content has read

@@ -3,10 +3,14 @@
 package overlay
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // TestCheckpointCountsLines checks a checkpoint's added and deleted
@@ -119,6 +123,23 @@ func TestCheckpointSeesRewriteWithSameSizeAndMtime(t *testing.T) {
 		must(t, err)
 		if b, _ := afero.ReadFile(f, "f"); string(b) != want {
 			t.Errorf("after rewinding to checkpoint %d: f is %q, want %q", ids[i], b, want)
+		}
+	}
+}
+
+// TestReadAll: readAll reads a file whole whether it has the size given
+// (a file found so), more (it grew since) or less.
+func TestReadAll(t *testing.T) {
+	content := strings.Repeat("0123456789", 1000)
+	p := filepath.Join(t.TempDir(), "f")
+	must(t, os.WriteFile(p, []byte(content), 0o600))
+	for _, size := range []int64{0, 1, 9999, 10000, 10001, 1 << 20} {
+		fd, err := unix.Open(p, unix.O_RDONLY, 0)
+		must(t, err)
+		b, err := readAll(fd, size)
+		unix.Close(fd)
+		if err != nil || string(b) != content {
+			t.Errorf("readAll with size %d: %d bytes, %v; want the file's %d", size, len(b), err, len(content))
 		}
 	}
 }
