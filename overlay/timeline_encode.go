@@ -65,16 +65,19 @@ func yieldAt(n int) {
 	}
 }
 
-// recordCache keeps the encodings of a map's members and its keys in
-// the order json.Marshal writes them (by the key's text).
+// recordCache keeps the encodings of a map's members, in the order
+// json.Marshal writes them (by the key's text).
 type recordCache[K comparable, V comparable] struct {
-	enc    map[K]record[V]
-	sorted []K
+	enc map[K]*record[K, V]
+	// sorted are enc's records in order: the encoding walks them, not
+	// the map (a lookup each was most of a large draft's encoding).
+	sorted []*record[K, V]
 	size   int // of the last encoding
 }
 
-// record is a member's value and its encoding, `"key":value`.
-type record[V any] struct {
+// record is a member's key, value and encoding, `"key":value`.
+type record[K, V any] struct {
+	k    K
 	v    V
 	name string // the key's text
 	b    []byte
@@ -87,20 +90,21 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 		return append(out, "null"...), nil
 	}
 	if c.enc == nil {
-		c.enc = map[K]record[V]{}
+		c.enc = map[K]*record[K, V]{}
 	}
-	var added []K
+	var added []*record[K, V]
 	n := 0
 	for k, v := range m {
 		n++
 		yieldAt(n)
-		r, ok := c.enc[k]
-		if ok && r.v == v {
+		r := c.enc[k]
+		if r != nil && r.v == v {
 			continue
 		}
-		if !ok {
-			added = append(added, k)
-			r.name = name(k)
+		if r == nil {
+			r = &record[K, V]{k: k, name: name(k)}
+			added = append(added, r)
+			c.enc[k] = r
 		}
 		kb, err := json.Marshal(r.name)
 		if err != nil {
@@ -111,7 +115,6 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 			return nil, err
 		}
 		r.v, r.b = v, append(append(kb, ':'), vb...)
-		c.enc[k] = r
 	}
 	if len(c.enc) != len(m) {
 		for k := range c.enc {
@@ -119,8 +122,8 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 				delete(c.enc, k)
 			}
 		}
-		c.sorted = slices.DeleteFunc(c.sorted, func(k K) bool {
-			_, ok := m[k]
+		c.sorted = slices.DeleteFunc(c.sorted, func(r *record[K, V]) bool {
+			_, ok := m[r.k]
 			return !ok
 		})
 	}
@@ -129,23 +132,23 @@ func (c *recordCache[K, V]) append(out []byte, m map[K]V, name func(K) string) (
 	}
 	start := len(out)
 	out = append(out, '{')
-	for i, k := range c.sorted {
+	for i, r := range c.sorted {
 		if i > 0 {
 			out = append(out, ',')
 			yieldAt(i)
 		}
-		out = append(out, c.enc[k].b...)
+		out = append(out, r.b...)
 	}
 	out = append(out, '}')
 	c.size = len(out) - start
 	return out, nil
 }
 
-// merge returns c.sorted with the keys added, in order.
-func (c *recordCache[K, V]) merge(added []K) []K {
-	byName := func(a, b K) int { return strings.Compare(c.enc[a].name, c.enc[b].name) }
+// merge returns c.sorted with the records added, in order.
+func (c *recordCache[K, V]) merge(added []*record[K, V]) []*record[K, V] {
+	byName := func(a, b *record[K, V]) int { return strings.Compare(a.name, b.name) }
 	slices.SortFunc(added, byName)
-	out := make([]K, 0, len(c.sorted)+len(added))
+	out := make([]*record[K, V], 0, len(c.sorted)+len(added))
 	i, j := 0, 0
 	for i < len(c.sorted) && j < len(added) {
 		if byName(c.sorted[i], added[j]) < 0 {
