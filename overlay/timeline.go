@@ -142,9 +142,9 @@ type timeline struct {
 	lastHash   string
 	lastChunks []string
 	lastID     uint64
-	// known maps a data file's (size, mtime) to its content at the last
-	// look, so an unchanged file is not read again; seeded: taken from
-	// the last checkpoint (see seed).
+	// known maps a data file's (size, mtime, ctime) to its content at
+	// the last look, so an unchanged file is not read again; seeded:
+	// taken from the last checkpoint (see seed).
 	known  map[uint64]*cpData
 	seeded bool
 	// fresh holds the content a capture read, by hash, at most freshMax
