@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/draftfs/draftfs/daemon/contain"
+	"github.com/draftfs/draftfs/daemon/serving"
 	"github.com/draftfs/draftfs/overlay"
 	"github.com/draftfs/draftfs/overlay/agent"
 	"github.com/draftfs/draftfs/protocol/acp"
@@ -81,6 +82,7 @@ is not isolated).`,
 		defer stopSignals()
 		status, err := acp.Run(ctx, acp.Options{
 			Agent:           agent,
+			Start:           serving.Start,
 			Allow:           func(dirs []string) error { return acpAllow(cfg, dirs) },
 			Stdin:           os.Stdin,
 			Stdout:          os.Stdout,

@@ -59,6 +59,12 @@ func servingTimerSlack(t *testing.T, f *fixture, early bool) {
 	if r := withSlack(t, started, func() result { return f.run(probe...) }); r.code != 0 || r.out != want {
 		t.Fatalf("run serving its own mount, started with slack %d: %s; want stdout %q", started, r, want)
 	}
+	// An ACP agent that draftfs acp starts inside draftfs run, itself
+	// and not through contain's helper, gets it back too.
+	agent := []string{"run", "--", f.exe, "acp", "--", "sh", "-c", `cat /proc/self/timerslack_ns >&2; echo "${` + serving.EnvSlack + `-unset}" >&2`}
+	if r := withSlack(t, started, func() result { return f.run(agent...) }); !strings.Contains(r.err, want) {
+		t.Fatalf("an ACP agent inside run, started with slack %d: %s; want %q on stderr", started, r, want)
+	}
 
 	mnt := filepath.Join(f.tmp, "view")
 	d := withSlack(t, started, func() *server { return f.serve(mnt) })

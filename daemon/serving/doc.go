@@ -37,6 +37,7 @@
 // starts the binary sooner too (the README has the figures). Either way
 // the slack the process had travels in the environment ([EnvSlack]),
 // and [RestoreSlack] gives it back to the commands the process starts
-// (draftfs run's and draftfs acp's, through contain's helper), so that
-// a command runs as it would without draftfs.
+// (draftfs run's and draftfs acp's, through contain's helper; [Start]
+// for an ACP agent started inside draftfs run, without the helper), so
+// that a command runs as it would without draftfs.
 package serving

@@ -4,6 +4,7 @@ package serving
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -74,6 +75,27 @@ func programs() []string {
 		return []string{exe, "/proc/self/exe"}
 	}
 	return []string{"/proc/self/exe"}
+}
+
+// Start starts cmd, a command the process runs for its user (an ACP
+// agent), as RestoreSlack has a command contain's helper execs: with
+// the timer slack the process was started with, where it raised its
+// own, and without EnvSlack. cmd.Env nil is the process's environment.
+func Start(cmd *exec.Cmd) error {
+	if _, ok := os.LookupEnv(EnvSlack); !ok {
+		return cmd.Start()
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	// The child is forked from the calling thread and keeps its slack.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if was, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
+		defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(was), 0, 0, 0)
+	}
+	cmd.Env = RestoreSlack(cmd.Env)
+	return cmd.Start()
 }
 
 // RestoreSlack is for a process about to exec a command on behalf of a

@@ -23,6 +23,9 @@ type Options struct {
 	// environment and working directory (draftfs acp makes it a command
 	// line that runs the agent inside the draft).
 	Agent []string
+	// Start, when set, starts the agent's command instead of its Start
+	// (draftfs gives it back the timer slack it was started with).
+	Start func(*exec.Cmd) error
 	// Allow, when set, vets the directories of each session the editor
 	// creates or loads (cwd, then additionalDirectories): an error
 	// refuses the request (-32602, with the error's message) before the
@@ -93,7 +96,11 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	}
 	cmd := exec.Command(opts.Agent[0], opts.Agent[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = agentIn, agentOut, opts.Stderr
-	err = cmd.Start()
+	if opts.Start != nil {
+		err = opts.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	agentIn.Close()
 	agentOut.Close()
 	if err != nil {
