@@ -336,31 +336,29 @@ func (c *chunkStore) remove(gone map[string]bool) error {
 
 // keepOnly removes the chunks not in used.
 func (c *chunkStore) keepOnly(used map[string]bool) error {
+	gone := map[string]bool{}
 	dirs, _ := os.ReadDir(c.dir)
 	for _, sub := range dirs {
 		ents, _ := os.ReadDir(filepath.Join(c.dir, sub.Name()))
 		for _, e := range ents {
 			if !used[e.Name()] {
-				os.Remove(filepath.Join(c.dir, sub.Name(), e.Name()))
+				gone[e.Name()] = true
 			}
 		}
 	}
-	if err := c.open(); err != nil || c.db == nil {
-		return err
-	}
-	return c.update(func(bucket *bolt.Bucket) error {
-		var drop []string
-		bucket.ForEach(func(k, _ []byte) error {
+	err := c.view(func(bucket *bolt.Bucket) error {
+		if bucket == nil {
+			return nil
+		}
+		return bucket.ForEach(func(k, _ []byte) error {
 			if !used[string(k)] {
-				drop = append(drop, string(k))
+				gone[string(k)] = true
 			}
 			return nil
 		})
-		for _, k := range drop {
-			if err := bucket.Delete([]byte(k)); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return c.remove(gone)
 }

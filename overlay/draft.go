@@ -325,12 +325,13 @@ func (d *Draft) openData(name string, flag int, perm fs.FileMode) (*os.File, err
 func (d *Draft) openDataFd(name string, flag int, perm fs.FileMode) (int, error) {
 	for {
 		fd, err := unix.Openat(d.data, name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
-		if err != unix.EINTR {
-			if err != nil {
-				return -1, &fs.PathError{Op: "open", Path: d.dataPath(name), Err: err}
-			}
+		switch err {
+		case nil:
 			return fd, nil
+		case unix.EINTR:
+			continue
 		}
+		return -1, &fs.PathError{Op: "open", Path: d.dataPath(name), Err: err}
 	}
 }
 

@@ -56,6 +56,23 @@ func usedChunks(t *testing.T, tl *timeline) map[string]bool {
 	return out
 }
 
+// checkStore fails the test unless tl's store holds exactly the chunks
+// its kept checkpoints use; when says after what.
+func checkStore(t *testing.T, tl *timeline, when string) {
+	t.Helper()
+	stored, used := storedChunks(t, tl), usedChunks(t, tl)
+	for h := range used {
+		if !stored[h] {
+			t.Fatalf("%s: chunk %s, which a kept checkpoint uses, is gone", when, h)
+		}
+	}
+	for h := range stored {
+		if !used[h] {
+			t.Fatalf("%s: chunk %s is kept, which no kept checkpoint uses", when, h)
+		}
+	}
+}
+
 // versions is a draft that keeps keep checkpoints; its checkpoint(i)
 // writes version i of file f and makes a checkpoint.
 type versions struct {
@@ -171,17 +188,7 @@ func TestTimelineExpiryKeepsUsedChunks(t *testing.T) {
 				delete(snaps, id)
 			}
 		}
-		stored, used := storedChunks(t, d.tl), usedChunks(t, d.tl)
-		for h := range used {
-			if !stored[h] {
-				t.Fatalf("step %d (checkpoint %d): chunk %s, which a kept checkpoint uses, is gone", i, cp.ID, h)
-			}
-		}
-		for h := range stored {
-			if !used[h] {
-				t.Fatalf("step %d (checkpoint %d): chunk %s is kept, which no kept checkpoint uses", i, cp.ID, h)
-			}
-		}
+		checkStore(t, d.tl, fmt.Sprintf("step %d (checkpoint %d)", i, cp.ID))
 	}
 	if blobs == 0 {
 		t.Error("no checkpoint had kept bases: the test did not cover them")
@@ -205,10 +212,7 @@ func TestTimelineExpiryOfOlderCheckpoints(t *testing.T) {
 	for i := 5; i < 12; i++ {
 		v.checkpoint(i)
 		expire(v.d)
-		stored, used := storedChunks(t, v.d.tl), usedChunks(t, v.d.tl)
-		if !maps.Equal(stored, used) {
-			t.Fatalf("after checkpoint %d: the store holds %d chunks, the kept checkpoints use %d", i+1, len(stored), len(used))
-		}
+		checkStore(t, v.d.tl, fmt.Sprintf("after checkpoint %d", i+1))
 	}
 }
 
@@ -255,7 +259,5 @@ func TestTimelineExpiryKeepsTheLastState(t *testing.T) {
 	})
 	clear(v.d.tl.known) // what it names must not be what keeps them
 	expire(v.d)
-	if stored, used := storedChunks(t, v.d.tl), usedChunks(t, v.d.tl); !maps.Equal(stored, used) {
-		t.Errorf("the store holds %d chunks, the kept checkpoints use %d", len(stored), len(used))
-	}
+	checkStore(t, v.d.tl, "after expiry")
 }
