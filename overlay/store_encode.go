@@ -4,10 +4,12 @@ package overlay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,17 +33,13 @@ const scratchMax = 64 << 10
 // encode frames t as the write-ahead log's record number seq (see
 // walHeader), and returns what the record puts in the database: its
 // values are slices of the frame, encoded once, straight from t. It
-// encodes into *scratch (kept for the next record unless it grew past
-// scratchMax) and returns an exact copy: the frame lives until the next
-// checkpoint.
+// encodes into *scratch and returns an exact copy (the frame lives
+// until the next checkpoint), or, past scratchMax, into a buffer of its
+// own that it returns.
 func (t *txn) encode(seq uint64, scratch *[]byte) ([]byte, *recordPuts, error) {
-	commits, err := encodeCommits(t.commits)
-	if err != nil {
-		return nil, nil, err
-	}
 	p := &recordPuts{nextIno: t.nextIno}
 	var es, is, cs, ls []span
-	b := slices.Grow((*scratch)[:0], t.sizeHint(commits))[:walHeader]
+	b := slices.Grow((*scratch)[:0], t.sizeHint())[:walHeader]
 	b = append(b, `{"q":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	if len(t.entries) > 0 {
@@ -63,6 +61,7 @@ func (t *txn) encode(seq uint64, scratch *[]byte) ([]byte, *recordPuts, error) {
 				b = append(b, ',')
 			}
 			start := len(b)
+			var err error
 			if b, err = appendLog(b, &t.log[i]); err != nil {
 				return nil, nil, err
 			}
@@ -70,17 +69,20 @@ func (t *txn) encode(seq uint64, scratch *[]byte) ([]byte, *recordPuts, error) {
 		}
 		b = append(b, ']')
 	}
-	if len(commits) > 0 {
+	if len(t.commits) > 0 {
 		b = append(b, `,"c":`...)
-		b, p.commits, cs = appendPuts(b, commits, compareDecimal, appendDecimal, func(b []byte, v *[]byte) []byte { return append(b, *v...) })
+		b, p.commits, cs = appendPuts(b, t.commits, compareDecimal, appendDecimal, appendCommit)
 	}
 	b = append(b, '}')
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-walHeader))
 	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[walHeader:], crcTable))
-	frame := bytes.Clone(b)
+	frame := b
 	if cap(b) <= scratchMax {
+		frame = bytes.Clone(b)
 		*scratch = b[:0]
 	} else {
+		// Made for this record, not kept: the frame itself, not copied
+		// again (a commit's record is megabytes).
 		*scratch = nil
 	}
 	fill(p.entries, es, frame)
@@ -107,50 +109,17 @@ type put[K comparable] struct {
 	v   []byte
 }
 
-// encodeCommits encodes each commit record of m with json.Marshal (a
-// commit's record is rare and large); a nil one stays nil (a delete).
-func encodeCommits(m map[uint64]*commitRecord) (map[uint64]*[]byte, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	out := make(map[uint64]*[]byte, len(m))
-	for k, v := range m {
-		out[k] = nil
-		if v != nil {
-			buf, err := json.Marshal(v)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = &buf
-		}
-	}
-	return out, nil
-}
-
 // sizeHint is at least the length of t's record with commits encoded:
 // the buffer encode fills is grown once, not as it fills (a commit's
 // record of 10,000 files is megabytes, and growing it was a fifth of
 // what a commit allocates).
-func (t *txn) sizeHint(commits map[uint64]*[]byte) int {
+func (t *txn) sizeHint() int {
 	n := walHeader + 64
 	for k, e := range t.entries {
-		n += len(k) + 40
-		if e != nil {
-			n += 80
-			if e.Base != nil {
-				n += len(e.Base.Path) + len(e.Base.Hash) + 160
-			}
-			n += len(e.Origin)
-		}
+		n += entrySize(k, e)
 	}
 	for _, v := range t.inodes {
-		n += 24
-		if v != nil {
-			n += 200 + len(v.Target)
-			for k, x := range v.Xattr {
-				n += 8 + len(k) + (len(x)+2)/3*4
-			}
-		}
+		n += inodeSize(v)
 	}
 	for _, l := range t.log {
 		n += 128 + len(l.Path) + len(l.From) + len(l.Source) + len(l.By)
@@ -158,11 +127,59 @@ func (t *txn) sizeHint(commits map[uint64]*[]byte) int {
 			n += len(p) + 3
 		}
 	}
-	for _, v := range commits {
+	for _, v := range t.commits {
 		n += 24
 		if v != nil {
-			n += len(*v)
+			n += commitSize(v)
 		}
+	}
+	return n
+}
+
+// entrySize is at least the length of an entry's key and value encoded.
+func entrySize(k string, e *entry) int {
+	n := len(k) + 40
+	if e != nil {
+		n += 80 + len(e.Origin)
+		if e.Base != nil {
+			n += len(e.Base.Path) + len(e.Base.Hash) + 160
+		}
+	}
+	return n
+}
+
+// inodeSize is at least the length of an inode's key and value encoded.
+func inodeSize(v *inode) int {
+	n := 24
+	if v != nil {
+		n += 200 + len(v.Target)
+		for k, x := range v.Xattr {
+			n += 8 + len(k) + (len(x)+2)/3*4
+		}
+	}
+	return n
+}
+
+// commitSize is at least the length of r encoded (as sizeHint is).
+func commitSize(r *commitRecord) int {
+	n := 256 + len(r.Time) + len(r.Source) + len(r.Stage) + len(r.Failure)
+	for _, p := range r.Paths {
+		n += len(p) + 3
+	}
+	for _, op := range r.Ops {
+		n += 320 + len(op.Path) + len(op.From) + len(op.Stage) + len(op.Blob) + len(op.Target) + len(op.Backup) + len(op.Hash)
+		for k, x := range op.Xattr {
+			n += 8 + len(k) + (len(x)+2)/3*4
+		}
+	}
+	for k, e := range r.Entry {
+		n += entrySize(k, e)
+	}
+	for _, v := range r.Inode {
+		n += inodeSize(v)
+	}
+	for k, p := range r.Keep {
+		n += 64 + len(k) + len(p.Rest) + len(p.Hash)
 	}
 	return n
 }
@@ -216,10 +233,36 @@ func fill[K comparable](puts []put[K], spans []span, b []byte) {
 }
 
 // compareDecimal orders two numbers as their decimal strings are
-// (json.Marshal sorts a map's keys so).
+// (json.Marshal sorts a map's keys so), without spelling them: of two
+// with as many digits the smaller, else the one that is less than the
+// other's leading digits or is their prefix.
 func compareDecimal(a, b uint64) int {
-	var x, y [20]byte
-	return bytes.Compare(strconv.AppendUint(x[:0], a, 10), strconv.AppendUint(y[:0], b, 10))
+	da, db := decimalDigits(a), decimalDigits(b)
+	switch {
+	case da == db:
+		return cmp.Compare(a, b)
+	case da < db:
+		if a <= b/pow10[db-da] {
+			return -1
+		}
+		return 1
+	default:
+		if a/pow10[da-db] < b {
+			return -1
+		}
+		return 1
+	}
+}
+
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// decimalDigits is how many digits x has in decimal.
+func decimalDigits(x uint64) int {
+	d := bits.Len64(x) * 1233 >> 12 // about log10(x)
+	if d < len(pow10) && x >= pow10[d] {
+		d++
+	}
+	return max(d, 1)
 }
 
 // appendDecimal appends k as json.Marshal does a map's number key.
@@ -282,27 +325,8 @@ func appendInode(b []byte, n *inode) []byte {
 	b = appendIntField(b, `,"u":`, int64(n.Uid))
 	b = appendIntField(b, `,"g":`, int64(n.Gid))
 	if len(n.Xattr) > 0 {
-		names := make([]string, 0, len(n.Xattr))
-		for k := range n.Xattr {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		b = append(b, `,"x":{`...)
-		for i, k := range names {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			if v := n.Xattr[k]; v == nil {
-				b = append(b, "null"...)
-			} else {
-				b = append(b, '"')
-				b = base64.StdEncoding.AppendEncode(b, v)
-				b = append(b, '"')
-			}
-		}
-		b = append(b, '}')
+		b = append(b, `,"x":`...)
+		b = appendXattrs(b, n.Xattr)
 	}
 	b = appendIntField(b, `,"b":`, n.Born)
 	b = appendUintField(b, `,"f":`, n.File)
@@ -388,4 +412,141 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendCommit appends json.Marshal(r). A commit's record of 10,000
+// files is megabytes, written when the commit starts and again when it
+// is done (and by undo): through reflection that was a tenth of a
+// commit's CPU.
+func appendCommit(b []byte, r *commitRecord) []byte {
+	b = append(b, `{"time":`...)
+	b = appendString(b, r.Time)
+	b = append(b, `,"state":`...)
+	b = appendString(b, r.State)
+	b = append(b, `,"source":`...)
+	b = appendString(b, string(r.Source))
+	b = append(b, `,"paths":`...)
+	b = appendArray(b, r.Paths, appendString)
+	b = append(b, `,"ops":`...)
+	b = appendArray(b, r.Ops, appendOp)
+	b = append(b, `,"stage":`...)
+	b = appendString(b, r.Stage)
+	b = append(b, `,"entries":`...)
+	b = appendMap(b, r.Entry, strings.Compare, appendString, appendEntry)
+	b = append(b, `,"inodes":`...)
+	b = appendMap(b, r.Inode, compareDecimal, appendDecimal, appendInode)
+	b = appendIntField(b, `,"upto":`, int64(r.Upto))
+	b = appendStringField(b, `,"failure":`, r.Failure)
+	if len(r.Keep) > 0 {
+		b = append(b, `,"keep":`...)
+		b = appendMap(b, r.Keep, strings.Compare, appendString, appendKept)
+	}
+	b = appendIntField(b, `,"stamped":`, r.Stamped)
+	return append(b, '}')
+}
+
+// appendArray appends items as json.Marshal does a slice: null when nil.
+func appendArray[T any](b []byte, items []T, item func([]byte, T) []byte) []byte {
+	if items == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, v := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = item(b, v)
+	}
+	return append(b, ']')
+}
+
+// appendMap appends m as json.Marshal does: null when nil, else its keys
+// sorted (see appendPuts).
+func appendMap[K comparable, V any](b []byte, m map[K]*V, cmp func(a, b K) int, key func([]byte, K) []byte, val func([]byte, *V) []byte) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	b, _, _ = appendPuts(b, m, cmp, key, val)
+	return b
+}
+
+// appendOp appends json.Marshal(op).
+func appendOp(b []byte, op commitOp) []byte {
+	b = append(b, `{"k":`...)
+	b = appendString(b, op.Kind)
+	b = appendStringField(b, `,"p":`, op.Path)
+	b = appendStringField(b, `,"f":`, op.From)
+	b = appendStringField(b, `,"s":`, op.Stage)
+	b = appendUintField(b, `,"i":`, op.Ino)
+	b = appendStringField(b, `,"b":`, op.Blob)
+	b = appendUintField(b, `,"m":`, uint64(op.Mode))
+	b = appendStringField(b, `,"t":`, op.Target)
+	b = appendUintField(b, `,"rd":`, op.Rdev)
+	b = appendStringField(b, `,"u":`, op.Backup)
+	b = appendUintField(b, `,"om":`, uint64(op.OldMode))
+	b = appendStringField(b, `,"h":`, op.Hash)
+	if s := op.Stat; s != nil {
+		b = append(b, `,"st":{"d":`...)
+		b = strconv.AppendUint(b, s.Dev, 10)
+		b = append(b, `,"i":`...)
+		b = strconv.AppendUint(b, s.Ino, 10)
+		b = append(b, `,"s":`...)
+		b = strconv.AppendInt(b, s.Size, 10)
+		b = append(b, `,"m":`...)
+		b = strconv.AppendInt(b, s.Mtime, 10)
+		b = appendIntField(b, `,"c":`, s.Ctime)
+		b = append(b, '}')
+	}
+	if len(op.Xattr) > 0 {
+		b = append(b, `,"x":`...)
+		b = appendXattrs(b, op.Xattr)
+	}
+	if o := op.Owner; o != nil {
+		b = append(b, `,"o":{"Uid":`...)
+		b = strconv.AppendInt(b, int64(o.Uid), 10)
+		b = append(b, `,"Gid":`...)
+		b = strconv.AppendInt(b, int64(o.Gid), 10)
+		b = append(b, '}')
+	}
+	if op.Link {
+		b = append(b, `,"l":true`...)
+	}
+	return append(b, '}')
+}
+
+// appendKept appends json.Marshal(p).
+func appendKept(b []byte, p *keptPart) []byte {
+	b = append(b, '{')
+	if p.Rest != "" {
+		b = append(appendString(append(b, `"rest":`...), p.Rest), ',')
+	}
+	b = appendString(append(b, `"hash":`...), p.Hash)
+	b = append(b, `,"mode":`...)
+	b = strconv.AppendUint(b, uint64(p.Mode), 10)
+	return append(b, '}')
+}
+
+// appendXattrs appends json.Marshal(x) of a map that is not nil.
+func appendXattrs(b []byte, x map[string][]byte) []byte {
+	names := make([]string, 0, len(x))
+	for k := range x {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	b = append(b, '{')
+	for i, k := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		if v := x[k]; v == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '"')
+			b = base64.StdEncoding.AppendEncode(b, v)
+			b = append(b, '"')
+		}
+	}
+	return append(b, '}')
 }

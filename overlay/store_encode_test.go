@@ -19,10 +19,11 @@ import (
 // log give json.Marshal's bytes, for values with every field set or
 // zero and strings json escapes (quotes, HTML characters, control
 // characters, non-ASCII, invalid UTF-8, U+2028). The values are filled
-// by reflection, field by field, so a field added to entry, base, inode
-// or LogEntry and not to its encoder fails here. A record is framed as
-// json.Marshal encodes its walRecord, and what it puts in the database
-// is each value as json.Marshal encodes it (nil for a delete).
+// by reflection, field by field, so a field added to entry, base, inode,
+// LogEntry or a commit's record and not to its encoder fails here. A
+// record is framed as json.Marshal encodes its walRecord, and what it
+// puts in the database is each value as json.Marshal encodes it (nil
+// for a delete).
 func TestEncodersMatchJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	check := func(what string, got []byte, v any) {
@@ -81,6 +82,9 @@ func TestEncodersMatchJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("log entry", enc, &l)
+		var c commitRecord
+		randomFill(r, reflect.ValueOf(&c).Elem())
+		check("commit", appendCommit(nil, &c), &c)
 
 		tx := &txn{nextIno: r.Uint64()}
 		want := &walRecord{Seq: r.Uint64N(1 << 40), NextIno: tx.nextIno}
@@ -239,7 +243,8 @@ func BenchmarkStoreWrite(b *testing.B) {
 }
 
 // TestRecordSizeHint: the buffer a record is encoded into is made once
-// at its size (a commit's record of 10,000 files is megabytes).
+// at its size (a commit's record of 10,000 files is megabytes), for
+// values with every field set, a commit's record too.
 func TestRecordSizeHint(t *testing.T) {
 	tx := &txn{nextIno: 1<<63 + 5}
 	for i := range 1000 {
@@ -254,12 +259,22 @@ func TestRecordSizeHint(t *testing.T) {
 		}
 	}
 	tx.log = []LogEntry{{Time: time.Now(), Op: "commit", Paths: []string{"a", "b"}, Source: "agent:x", By: "someone"}}
-	tx.commits = map[uint64]*commitRecord{7: {State: "done"}, 8: nil}
-	commits, err := encodeCommits(tx.commits)
-	if err != nil {
-		t.Fatal(err)
+	rec := &commitRecord{Time: time.Now().Format(time.RFC3339Nano), State: stateRollingBack, Source: "agent:x", Stage: ".draftfs-commit-1",
+		Entry: map[string]*entry{}, Inode: map[uint64]*inode{}, Keep: map[string]*keptPart{}, Upto: 1 << 40, Failure: "full", Stamped: -1 << 62}
+	for k, e := range tx.entries {
+		rec.Paths = append(rec.Paths, k)
+		rec.Entry[k] = e
+		if e != nil {
+			rec.Inode[e.Ino] = tx.inodes[e.Ino]
+			rec.Keep[k] = &keptPart{Rest: strings.Repeat("cd", 32), Hash: strings.Repeat("ab", 32), Mode: 0o644 | fs.ModeSetgid}
+		}
+		rec.Ops = append(rec.Ops, commitOp{Kind: opWrite, Path: k, From: k, Stage: k, Ino: 1 << 63, Blob: k, Mode: 0o644 | fs.ModeSetuid,
+			Target: k, Rdev: 1 << 63, Backup: k, OldMode: fs.ModeDir | 0o755, Hash: strings.Repeat("ab", 32),
+			Stat:  &fileStamp{Dev: 1 << 63, Ino: 1 << 63, Size: -1 << 62, Mtime: -1 << 62, Ctime: -1 << 62},
+			Xattr: map[string][]byte{"user.a": []byte("value")}, Owner: &Owner{Uid: -1 << 31, Gid: -1 << 31}, Link: true})
 	}
-	hint := tx.sizeHint(commits)
+	tx.commits = map[uint64]*commitRecord{7: rec, 8: nil}
+	hint := tx.sizeHint()
 	var scratch []byte
 	frame, _, err := tx.encode(1<<40, &scratch)
 	if err != nil {
@@ -267,5 +282,52 @@ func TestRecordSizeHint(t *testing.T) {
 	}
 	if len(frame) > hint {
 		t.Errorf("record of %d bytes, size hint %d", len(frame), hint)
+	}
+}
+
+// BenchmarkEncodeCommit encodes the record of a commit of 10,000 new
+// files (scripts/bench-scale's), as a commit writes it twice.
+func BenchmarkEncodeCommit(b *testing.B) {
+	now := time.Now().UnixNano()
+	r := &commitRecord{Time: time.Now().Format(time.RFC3339Nano), State: stateDone, Source: SourceCLI,
+		Stage: ".draftfs-commit-1", Entry: map[string]*entry{}, Inode: map[uint64]*inode{}, Stamped: now}
+	for i := range 10000 {
+		k := fmt.Sprintf("new%03d/n%03d.txt", i/100, i%100)
+		ino := firstDraftIno + uint64(i)
+		r.Paths = append(r.Paths, k)
+		r.Ops = append(r.Ops, commitOp{Kind: opWrite, Path: k, Ino: ino, Mode: 0o644, Hash: strings.Repeat("ab", 32), Link: true,
+			Stat: &fileStamp{Dev: 2049, Ino: 1 << 20, Size: 20, Mtime: now, Ctime: now}})
+		r.Entry[k] = &entry{Kind: kindFile, Ino: ino, Base: &base{Path: k, NoLower: true}}
+		r.Inode[ino] = &inode{Mode: 0o644, Data: true, Mtime: now, Atime: now, Ctime: now, Born: now}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		t := &txn{commits: map[uint64]*commitRecord{1: r}}
+		var scratch []byte
+		if _, _, err := t.encode(1, &scratch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestCompareDecimal: numbers order as their decimal strings do, around
+// every power of ten and at random.
+func TestCompareDecimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var nums []uint64
+	for _, p := range pow10 {
+		nums = append(nums, p-1, p, p+1, p*2, p*9)
+	}
+	nums = append(nums, 0, 1<<64-1, 1<<63, 18446744073709551615/10)
+	for range 2000 {
+		nums = append(nums, r.Uint64()>>r.UintN(64))
+	}
+	for _, a := range nums {
+		for _, b := range nums {
+			want := strings.Compare(strconv.FormatUint(a, 10), strconv.FormatUint(b, 10))
+			if got := compareDecimal(a, b); got != want {
+				t.Fatalf("compareDecimal(%d, %d) = %d, want %d", a, b, got, want)
+			}
+		}
 	}
 }
