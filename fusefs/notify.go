@@ -10,7 +10,7 @@ import gofs "github.com/hanwen/go-fuse/v2/fs"
 // returns only once the kernel can no longer serve what a change
 // replaced (package invalidate decides what each change drops). It runs
 // on its own goroutine.
-func (s *Server) consume() { s.sub.Follow(s.cache.Apply, s.cache.All) }
+func (s *Server) consume() { s.sub.Follow(s.cache.Apply, s.cache.Flush, s.cache.All) }
 
 // changedBehind tells the kernel that n's file changed through n (a
 // descriptor open on it) while other nodes stand for it too: twins of

@@ -81,10 +81,11 @@ func (s *Subscription) Applied(n int) {
 func (s *Subscription) TakeLost() bool { return s.lost.Swap(false) }
 
 // Follow applies the changes on C with apply until the subscription
-// closes, a batch of what is queued at a time, and reports each batch
-// applied ([Subscription.Applied]). When changes were lost, lost runs
-// after the batch: the subscriber must treat every path as changed.
-func (s *Subscription) Follow(apply func(Change), lost func()) {
+// closes, a batch of what is queued at a time, runs flush after each
+// batch, and then reports it applied ([Subscription.Applied]). When
+// changes were lost, lost runs after the batch: the subscriber must
+// treat every path as changed.
+func (s *Subscription) Follow(apply func(Change), flush, lost func()) {
 	for c := range s.C {
 		n := 1
 		apply(c)
@@ -101,6 +102,7 @@ func (s *Subscription) Follow(apply func(Change), lost func()) {
 				break drain
 			}
 		}
+		flush()
 		if s.TakeLost() {
 			lost()
 		}
