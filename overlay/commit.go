@@ -74,7 +74,7 @@ func (d *Draft) commit(opts CommitOptions) (*CommitResult, error) {
 	d.mu.Lock()
 	// What the checks and the plan below ask of the disk's directories
 	// is asked once; readers may look in again once the ops run.
-	d.owners = map[string]Owner{}
+	d.owners = ownerCache{}
 	unlock := func() {
 		d.owners = nil
 		d.mu.Unlock()
@@ -174,7 +174,7 @@ func (d *Draft) statusOf(chosen map[string]*entry) ([]StatusEntry, error) {
 	return d.statusEntries(d.changesLocked(), func(it item) bool {
 		_, ok := chosen[it.key]
 		return ok
-	})
+	}, d.owners)
 }
 
 // undoDir is where a commit keeps what undo needs.

@@ -220,7 +220,7 @@ func (d *Draft) planLocked(rec *commitRecord, chosen map[string]*entry, merged m
 			// rather than half applied.
 			return fmt.Errorf("overlay: commit: %q: the commit cannot place this rename; commit its directory with it, or report this: %w", k, ErrConflict)
 		case e.Kind == kindDir && !e.Opaque && e.Base != nil && e.Base.Exists && e.Base.Kind == kindDir:
-			if modeBits(n.Mode) == modeBits(e.Base.Mode) && !d.metaOf(item{key: k, e: *e, n: *n}).any() {
+			if modeBits(n.Mode) == modeBits(e.Base.Mode) && !d.metaOf(item{key: k, e: *e, n: *n}, d.owners).any() {
 				continue // only its times changed (names made in it): nothing to write
 			}
 			op.Kind, op.Mode, op.OldMode = opChmod, n.Mode, e.Base.Mode

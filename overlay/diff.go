@@ -57,6 +57,7 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 		keys = nil
 	}
 	items := d.changes()
+	known := ownerCache{}
 	var chosen []item
 	var st []StatusEntry
 	var dirs []FileDiff // directories whose mode or owner change
@@ -65,7 +66,7 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 			continue
 		}
 		if it.e.Kind == kindDir {
-			if m := d.metaOf(it); m.any() {
+			if m := d.metaOf(it, known); m.any() {
 				var hdr strings.Builder
 				fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", it.key, it.key)
 				writeMetaHeader(&hdr, m, m.oldExists, m.newExists)
@@ -85,7 +86,7 @@ func (d *Draft) DiffWith(opts DiffOptions) ([]FileDiff, error) {
 			out = append(out, FileDiff{Path: it.key, From: it.from, Change: it.change, Ignored: true})
 			continue
 		}
-		fd, _, err := d.fileDiff(it, it.n)
+		fd, _, err := d.fileDiff(it, it.n, known)
 		if err != nil && d.goneSince(it) {
 			continue // committed or discarded while the diff ran
 		}
@@ -119,7 +120,7 @@ func (d *Draft) goneSince(it item) bool {
 
 // fileDiff returns the diff of one file, and its sides when its hunks
 // can be taken one by one.
-func (d *Draft) fileDiff(it item, n inode) (FileDiff, *sides, error) {
+func (d *Draft) fileDiff(it item, n inode, known ownerCache) (FileDiff, *sides, error) {
 	fd := FileDiff{Path: it.key, From: it.from, Change: it.change}
 	oldPath := it.key
 	lower := it.key
@@ -147,7 +148,7 @@ func (d *Draft) fileDiff(it item, n inode) (FileDiff, *sides, error) {
 	}
 	var hdr strings.Builder
 	fmt.Fprintf(&hdr, "diff --git a/%s b/%s\n", oldPath, it.key)
-	writeMetaHeader(&hdr, d.metaOf(it), oldExists, newExists)
+	writeMetaHeader(&hdr, d.metaOf(it, known), oldExists, newExists)
 	if it.from != "" {
 		fmt.Fprintf(&hdr, "rename from %s\nrename to %s\n", it.from, it.key)
 	}

@@ -105,7 +105,7 @@ type Draft struct {
 	// owners keeps newOwner's answers by directory while a commit is
 	// prepared, with mu held for writing: it asks for each path more
 	// than once. nil otherwise.
-	owners map[string]Owner
+	owners ownerCache
 	// committing is the id of the commit writing to the disk with
 	// readers let in (see draftLock), 0 when none.
 	committing atomic.Uint64

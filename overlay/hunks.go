@@ -233,7 +233,7 @@ func (d *Draft) chooseHunksLocked(ids []string, files map[string]*hunkFile) (*hu
 		if n == nil {
 			n = &inode{}
 		}
-		_, sd, err := d.fileDiff(items[i], *n)
+		_, sd, err := d.fileDiff(items[i], *n, d.owners)
 		if err != nil {
 			return nil, err
 		}

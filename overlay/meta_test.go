@@ -198,3 +198,34 @@ func TestUndoRestoresOwners(t *testing.T) {
 		}
 	}
 }
+
+// A status, a diff and a commit's check ask the owner a new path would
+// get once per directory: each path gets its own directory's answer (a
+// set-gid directory's group, the committer's elsewhere).
+func TestNewOwnerPerDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	e := newViewEnv(t, map[string]string{"sg/keep": "k\n", "plain/keep": "k\n"})
+	must(t, os.Chown(e.disk("sg"), 0, 65534))
+	must(t, os.Chmod(e.disk("sg"), 0o775|fs.ModeSetgid))
+	for _, k := range []string{"sg/a", "plain/b", "sg/c", "plain/d"} {
+		mustWrite(t, e.v, k, "new\n")
+		must(t, e.v.Chown(k, 65534, 65534))
+	}
+	want := map[string]string{"sg/a": "0:65534", "sg/c": "0:65534", "plain/b": "0:0", "plain/d": "0:0"}
+	st, err := e.d.Status()
+	must(t, err)
+	for _, s := range st {
+		if w, ok := want[s.Path]; ok && (s.OldOwner != w || s.NewOwner != "65534:65534") {
+			t.Errorf("status owner of %s: %s -> %s, want %s -> 65534:65534", s.Path, s.OldOwner, s.NewOwner, w)
+		}
+	}
+	diffs, err := e.d.Diff()
+	must(t, err)
+	for _, fd := range diffs {
+		if w, ok := want[fd.Path]; ok && !strings.Contains(fd.Patch, "old owner "+w+"\n") {
+			t.Errorf("diff of %s: %s, want old owner %s", fd.Path, fd.Patch, w)
+		}
+	}
+}

@@ -125,7 +125,7 @@ func (d *Draft) items() []item {
 			case e.Opaque || modeBits(n.Mode) != modeBits(e.Base.Mode):
 				it.change = StatusModified
 			default:
-				if it.n = *n; !d.metaOf(it).any() {
+				if it.n = *n; !d.metaOf(it, d.owners).any() {
 					continue
 				}
 				it.change = StatusModified
@@ -176,7 +176,7 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 		keys = nil
 	}
 	items := d.changes()
-	out, err := d.statusEntries(items, func(it item) bool { return it.selected(keys) })
+	out, err := d.statusEntries(items, func(it item) bool { return it.selected(keys) }, ownerCache{})
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +184,9 @@ func (d *Draft) Status(keys ...string) ([]StatusEntry, error) {
 	return out, nil
 }
 
-// statusEntries reports the items keep accepts, in order.
-func (d *Draft) statusEntries(items []item, keep func(item) bool) ([]StatusEntry, error) {
+// statusEntries reports the items keep accepts, in order (known: see
+// newOwner).
+func (d *Draft) statusEntries(items []item, keep func(item) bool, known ownerCache) ([]StatusEntry, error) {
 	n := 0
 	for _, it := range items {
 		if keep(it) {
@@ -197,7 +198,7 @@ func (d *Draft) statusEntries(items []item, keep func(item) bool) ([]StatusEntry
 		if !keep(it) {
 			continue
 		}
-		s, err := d.statusEntryMemo(it)
+		s, err := d.statusEntryMemo(it, known)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +222,7 @@ func (d *Draft) Changed() map[string]bool {
 }
 
 // statusEntry reports one item, checking the user's side for a conflict.
-func (d *Draft) statusEntry(it item) (StatusEntry, error) {
+func (d *Draft) statusEntry(it item, known ownerCache) (StatusEntry, error) {
 	s := StatusEntry{Path: it.key, Change: it.change, From: it.from}
 	if it.e.Kind == kindDir {
 		s.Path += "/"
@@ -231,7 +232,7 @@ func (d *Draft) statusEntry(it item) (StatusEntry, error) {
 	}
 	changed, err := d.baseChanged(it.e.Base)
 	s.Conflict = changed
-	m := d.metaOf(it)
+	m := d.metaOf(it, known)
 	switch {
 	case m.modeChanged():
 		s.OldMode, s.NewMode = modeString(m.oldMode), modeString(m.newMode)

@@ -334,14 +334,14 @@ func (d *Draft) sameMemo(it *item, n *inode, s *stamper) bool {
 
 // statusEntryMemo is statusEntry, answered from the memo when nothing it
 // reads changed since changes stamped it.
-func (d *Draft) statusEntryMemo(it item) (StatusEntry, error) {
+func (d *Draft) statusEntryMemo(it item, known ownerCache) (StatusEntry, error) {
 	if it.st == nil {
-		return d.statusEntry(it)
+		return d.statusEntry(it, known)
 	}
 	if a := d.memo.lookup(&it, *it.st); a != nil && a.entry != nil {
 		return *a.entry, nil
 	}
-	s, err := d.statusEntry(it)
+	s, err := d.statusEntry(it, known)
 	if err == nil {
 		d.memo.store(&it, *it.st, nil, &s)
 	}
