@@ -310,7 +310,7 @@ func (d *Draft) runLocked(rec *commitRecord, progress func(int, int)) error {
 	if testHookStamped != nil {
 		testHookStamped()
 	}
-	d.releaseLinked(rec)
+	t.unlinked = d.releaseLinked(rec)
 	if testHookReleased != nil {
 		if err := testHookReleased(); err != nil {
 			return err

@@ -228,8 +228,9 @@ func (d *Draft) linkedBefore(op *commitOp, p *parents, syncs map[uint64]int) err
 // from it (see unchangedSince). A crash before the commit is stamped
 // replays it (see linkedBefore). A data file with handles open stays
 // for them (see Draft.orphan) and goes when they close, unstamped. Must
-// be called with d.mu held for writing.
-func (d *Draft) releaseLinked(rec *commitRecord) {
+// be called with d.mu held for writing. It returns the inodes whose
+// data file it removed.
+func (d *Draft) releaseLinked(rec *commitRecord) map[uint64]bool {
 	var ops []*commitOp
 	d.filesMu.Lock()
 	for i := range rec.Ops {
@@ -240,8 +241,11 @@ func (d *Draft) releaseLinked(rec *commitRecord) {
 	d.filesMu.Unlock() // no handle opens meanwhile: d.mu is held
 	p := &parents{root: d.w.dir}
 	defer p.close()
+	unlinked := make(map[uint64]bool, len(ops))
 	for _, op := range ops {
-		unix.Unlinkat(d.data, rec.Inode[op.Ino].dataName(op.Ino), 0)
+		if unix.Unlinkat(d.data, rec.Inode[op.Ino].dataName(op.Ino), 0) == nil {
+			unlinked[op.Ino] = true
+		}
 		dir, name, err := p.at(op.Path, false)
 		if dir == nil || err != nil {
 			continue
@@ -250,6 +254,7 @@ func (d *Draft) releaseLinked(rec *commitRecord) {
 			op.Stat.Ctime = st.Ctim.Nano()
 		}
 	}
+	return unlinked
 }
 
 // takeBackLinked moves the files rec linked into place back, before the

@@ -314,7 +314,7 @@ func (d *Draft) finish(t *txn) error {
 			continue
 		}
 		t.putInode(ino, nil)
-		if !d.orphan(ino, n) && n.Data {
+		if !d.orphan(ino, n) && n.Data && !t.unlinked[ino] {
 			gone[ino] = n.dataName(ino)
 		}
 	}

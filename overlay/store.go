@@ -199,9 +199,12 @@ type txn struct {
 	nextIno uint64            // 0: unchanged
 	// made is an inode t makes with its data file, whose ctime that
 	// making set (0: none).
-	made    uint64
-	log     []LogEntry
-	commits map[uint64]*commitRecord // nil value: delete
+	made uint64
+	// unlinked are inodes whose data file the change already removed
+	// (a commit that linked them into place): finish leaves them be.
+	unlinked map[uint64]bool
+	log      []LogEntry
+	commits  map[uint64]*commitRecord // nil value: delete
 	// reserved: the change may use the space kept aside for it when the
 	// state's disk is full (see keepReserve).
 	reserved bool
