@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,13 +47,15 @@ type memo struct {
 	answers map[string]*answer
 }
 
-// answer is what was computed for one item, and from what.
+// answer is what was computed for one item, and from what. Its item,
+// base and stamp never change once it is kept; same and entry are set
+// as they are computed, while other passes may read them.
 type answer struct {
 	it    item // deep copy: its base and xattrs are the answer's own
 	base  base // it.e.Base's value
 	st    stamp
-	same  *bool
-	entry *StatusEntry
+	same  atomic.Pointer[bool]
+	entry atomic.Pointer[StatusEntry]
 }
 
 // stamp is what an item's answers read outside the draft's maps.
@@ -269,26 +272,26 @@ func equalInode(a, b *inode) bool {
 func (m *memo) store(it *item, st stamp, same *bool, entry *StatusEntry) *answer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if a := m.answers[it.key]; a != nil && a.st == st && a.matches(it) {
-		if same != nil {
-			a.same = same
+	a := m.answers[it.key]
+	if a == nil || a.st != st || !a.matches(it) {
+		a = &answer{it: *it, st: st}
+		a.it.st = nil
+		a.it.n.Xattr = maps.Clone(it.n.Xattr)
+		if it.e.Base != nil {
+			a.base = *it.e.Base
+			a.it.e.Base = &a.base
 		}
-		if entry != nil {
-			a.entry = entry
+		if m.answers == nil {
+			m.answers = map[string]*answer{}
 		}
-		return a
+		m.answers[it.key] = a
 	}
-	a := &answer{it: *it, st: st, same: same, entry: entry}
-	a.it.st = nil
-	a.it.n.Xattr = maps.Clone(it.n.Xattr)
-	if it.e.Base != nil {
-		a.base = *it.e.Base
-		a.it.e.Base = &a.base
+	if same != nil {
+		a.same.Store(same)
 	}
-	if m.answers == nil {
-		m.answers = map[string]*answer{}
+	if entry != nil {
+		a.entry.Store(entry)
 	}
-	m.answers[it.key] = a
 	return a
 }
 
@@ -323,9 +326,11 @@ func (d *Draft) sameMemo(it *item, n *inode, s *stamper) bool {
 	}
 	// it.st points at the kept answer's stamp, which never changes: a
 	// stamp of its own per item would be 10,000 allocations a status.
-	if a := d.memo.lookup(it, st); a != nil && a.same != nil {
-		it.st = &a.st
-		return *a.same
+	if a := d.memo.lookup(it, st); a != nil {
+		if same := a.same.Load(); same != nil {
+			it.st = &a.st
+			return *same
+		}
 	}
 	v := d.same(*it, n)
 	it.st = &d.memo.store(it, st, &v, nil).st
@@ -338,8 +343,10 @@ func (d *Draft) statusEntryMemo(it item, known ownerCache) (StatusEntry, error) 
 	if it.st == nil {
 		return d.statusEntry(it, known)
 	}
-	if a := d.memo.lookup(&it, *it.st); a != nil && a.entry != nil {
-		return *a.entry, nil
+	if a := d.memo.lookup(&it, *it.st); a != nil {
+		if e := a.entry.Load(); e != nil {
+			return *e, nil
+		}
 	}
 	s, err := d.statusEntry(it, known)
 	if err == nil {

@@ -121,3 +121,40 @@ func TestStatusMemoAllocates(t *testing.T) {
 		t.Errorf("a status of %d entries from the memo: %.0f allocations, %.2f per entry", n, allocs, per)
 	}
 }
+
+// TestStatusMemoConcurrent: statuses at once (two editors' plugins, an
+// agent) share the memo: each keeps answers while the others read
+// them.
+func TestStatusMemoConcurrent(t *testing.T) {
+	files := map[string]string{}
+	for i := range 50 {
+		files[fmt.Sprintf("f%02d", i)] = "old\n"
+	}
+	_, d, f := cmSetup(t, files)
+	for k := range files {
+		must(t, afero.WriteFile(f, k, []byte("new\n"), 0o644))
+	}
+	time.Sleep(racyWindow) // so that the answers are kept
+	done := make(chan error)
+	for range 4 {
+		go func() {
+			var err error
+			for range 20 {
+				var st []StatusEntry
+				if st, err = d.Status(); err == nil && len(st) != len(files) {
+					err = fmt.Errorf("%d entries, want %d", len(st), len(files))
+				}
+				if err != nil {
+					break
+				}
+				d.memo.mu.Lock()
+				clear(d.memo.answers) // answers kept anew, some beside readers
+				d.memo.mu.Unlock()
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		must(t, <-done)
+	}
+}
