@@ -58,36 +58,40 @@ type answer struct {
 	entry atomic.Pointer[StatusEntry]
 }
 
-// stamp is what an item's answers read outside the draft's maps.
+// stamp is what an item's answers read outside the draft's maps. It is
+// kept with every answer (10,000 of them for a status of 10,000 paths),
+// so its fields are ordered to leave no padding.
 type stamp struct {
-	paths  [3]pathStamp // the lower paths read, "" when unused
-	data   objStamp     // the draft's data file
-	parent objStamp     // the disk parent of the key: mode and group only
+	// paths are the lower paths read, zero when unused. Which paths
+	// they are the item says (its key, base, origin and rename), and an
+	// answer is given back only for an equal item (answer.matches).
+	paths  [3]pathStamp
+	data   objStamp // the draft's data file
+	parent objStamp // the disk parent of the key: mode and group only
 }
 
 // pathStamp is one lower path's disk object and editor buffer.
 type pathStamp struct {
-	path string
-	obj  objStamp
-	buf  bufStamp
+	obj objStamp
+	buf bufStamp
 }
 
 // objStamp identifies a disk object's state; the zero value is "absent".
 type objStamp struct {
-	exists       bool
 	dev, ino     uint64
-	mode         uint32
-	uid, gid     uint32
 	size         int64
 	mtime, ctime int64
+	mode         uint32
+	uid, gid     uint32
+	exists       bool
 }
 
 // bufStamp identifies an editor buffer's state.
 type bufStamp struct {
-	dirty    bool
 	version  int64
 	modified int64
 	size     int
+	dirty    bool
 }
 
 // stamper stamps the items of one pass over a draft's items, opening
@@ -195,7 +199,7 @@ func (s *stamper) stampOf(it *item, n *inode) (stamp, bool) {
 	before := time.Now().Add(-racyWindow).UnixNano()
 	ok := true
 	for i, p := range paths {
-		ps := pathStamp{path: p, obj: s.lstat(p)}
+		ps := pathStamp{obj: s.lstat(p)}
 		if !ps.obj.exists && s.anyBuffer {
 			ok = false // an editor's unsaved file or directory may show there
 		}
