@@ -94,6 +94,7 @@ func TestWorkingDirectoryKeptAcrossCommit(t *testing.T) {
 		for _, p := range []string{"made", "made/deeper"} {
 			m.srv.cache.Apply(overlay.Change{Kind: overlay.ChangeDisk, Path: p, Source: overlay.SourceDisk})
 		}
+		m.srv.cache.Flush()
 		check(after)
 	}
 	late("commit and a late disk event")

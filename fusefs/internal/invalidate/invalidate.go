@@ -26,8 +26,9 @@
 //
 // # Locking
 //
-// Cache holds no lock. Its methods send kernel notifications, so they
-// must not be called with a lock a FUSE handler needs (go-fuse
+// Cache's lock guards only the directories Flush is to drop, never
+// held while it notifies. Its methods send kernel notifications, so
+// they must not be called with a lock a FUSE handler needs (go-fuse
 // documents the deadlock); an entry notification waits for the
 // listings being read in its directory.
 package invalidate
@@ -35,6 +36,7 @@ package invalidate
 import (
 	"io/fs"
 	"strings"
+	"sync"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 
@@ -43,8 +45,8 @@ import (
 )
 
 // Cache is what the kernel caches of one mount's tree, as far as the
-// server can drop it. Its fields are set before the first call, then
-// read only.
+// server can drop it. Its exported fields are set before the first
+// call, then read only.
 type Cache struct {
 	Root  *gofs.Inode // the mount's root node
 	Draft string      // the draft the mount shows
@@ -56,9 +58,9 @@ type Cache struct {
 	// in go-fuse's tree.
 	Moved func(in *gofs.Inode, key string)
 
+	mu sync.Mutex
 	// dirs are the directories whose attributes and listings the
-	// changes applied since the last Flush drop (Apply's goroutine
-	// only).
+	// changes applied since the last Flush drop.
 	dirs []*gofs.Inode
 }
 
@@ -96,19 +98,25 @@ func (k *Cache) Apply(c overlay.Change) {
 // read in the directory, so the listings dropped after it are any read
 // before the change.
 func (k *Cache) Flush() {
-	seen := make(map[*gofs.Inode]bool, len(k.dirs))
-	for _, d := range k.dirs {
+	k.mu.Lock()
+	dirs := k.dirs
+	k.dirs = nil
+	k.mu.Unlock()
+	seen := make(map[*gofs.Inode]bool, len(dirs))
+	for _, d := range dirs {
 		if !seen[d] {
 			seen[d] = true
 			d.NotifyContent(0, 0)
 		}
 	}
-	clear(k.dirs)
-	k.dirs = k.dirs[:0]
 }
 
 // later has Flush drop dir's attributes and listing.
-func (k *Cache) later(dir *gofs.Inode) { k.dirs = append(k.dirs, dir) }
+func (k *Cache) later(dir *gofs.Inode) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dirs = append(k.dirs, dir)
+}
 
 // content drops the kernel's attributes and pages of key's node (a
 // directory's: its listing).
