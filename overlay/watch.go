@@ -70,13 +70,16 @@ func (x *watcher) watchAll(after <-chan struct{}) {
 // addTree watches dir and every directory below it. Directories that
 // cannot be watched (permissions, the inotify limit) are skipped: their
 // changes still show, only without an event. Symbolic links are not
-// followed.
+// followed. dir may name a file (every create on disk has it called):
+// that costs a failed open, and the listing's buffer is made only for a
+// directory.
 func (x *watcher) addTree(dir string) {
-	x.addDirs(dir, make([]byte, 32<<10))
+	var buf []byte
+	x.addDirs(dir, &buf)
 }
 
-// addDirs is addTree, reading directories into buf.
-func (x *watcher) addDirs(dir string, buf []byte) {
+// addDirs is addTree, reading directories into *buf, made at the first.
+func (x *watcher) addDirs(dir string, buf *[]byte) {
 	select {
 	case <-x.done: // closing: stop walking
 		return
@@ -86,7 +89,10 @@ func (x *watcher) addDirs(dir string, buf []byte) {
 	if err != nil {
 		return
 	}
-	subs, err := subdirs(fd, buf)
+	if *buf == nil {
+		*buf = make([]byte, 32<<10)
+	}
+	subs, err := subdirs(fd, *buf)
 	unix.Close(fd)
 	if err != nil || x.fw.Add(dir) != nil {
 		return

@@ -160,3 +160,14 @@ wait:
 		t.Errorf("watched %d directories, want %d:\n%q\nwant\n%q", len(got), len(want), got, want)
 	}
 }
+
+// BenchmarkWatchFileCreate looks at a file made on disk as the watcher
+// does at every create: as a possible new directory to watch.
+func BenchmarkWatchFileCreate(b *testing.B) {
+	root := b.TempDir()
+	must(b, os.WriteFile(filepath.Join(root, "f"), nil, 0o644))
+	x := &watcher{done: make(chan struct{})}
+	for b.Loop() {
+		x.addTree(filepath.Join(root, "f"))
+	}
+}
