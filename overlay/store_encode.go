@@ -152,10 +152,16 @@ func entrySize(k string, e *entry) int {
 func inodeSize(v *inode) int {
 	n := 24
 	if v != nil {
-		n += 200 + len(v.Target)
-		for k, x := range v.Xattr {
-			n += 8 + len(k) + (len(x)+2)/3*4
-		}
+		n += 200 + len(v.Target) + xattrsSize(v.Xattr)
+	}
+	return n
+}
+
+// xattrsSize is at least the length of extended attributes encoded.
+func xattrsSize(x map[string][]byte) int {
+	n := 0
+	for k, v := range x {
+		n += 8 + len(k) + (len(v)+2)/3*4
 	}
 	return n
 }
@@ -167,10 +173,7 @@ func commitSize(r *commitRecord) int {
 		n += len(p) + 3
 	}
 	for _, op := range r.Ops {
-		n += 320 + len(op.Path) + len(op.From) + len(op.Stage) + len(op.Blob) + len(op.Target) + len(op.Backup) + len(op.Hash)
-		for k, x := range op.Xattr {
-			n += 8 + len(k) + (len(x)+2)/3*4
-		}
+		n += 320 + len(op.Path) + len(op.From) + len(op.Stage) + len(op.Blob) + len(op.Target) + len(op.Backup) + len(op.Hash) + xattrsSize(op.Xattr)
 	}
 	for k, e := range r.Entry {
 		n += entrySize(k, e)
@@ -364,14 +367,7 @@ func appendList[T any](b []byte, name string, items []T, item func([]byte, T) []
 	if len(items) == 0 {
 		return b
 	}
-	b = append(append(b, name...), '[')
-	for i, v := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = item(b, v)
-	}
-	return append(b, ']')
+	return appendArray(append(b, name...), items, item)
 }
 
 // appendIntField appends name and v unless v is 0 (omitempty).

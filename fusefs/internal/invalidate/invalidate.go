@@ -102,6 +102,9 @@ func (k *Cache) Flush() {
 	dirs := k.dirs
 	k.dirs = nil
 	k.mu.Unlock()
+	if len(dirs) == 0 {
+		return // a batch of the mount's own changes
+	}
 	seen := make(map[*gofs.Inode]bool, len(dirs))
 	for _, d := range dirs {
 		if !seen[d] {
