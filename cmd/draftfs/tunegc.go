@@ -9,8 +9,8 @@ import (
 )
 
 // memoryLimit is the heap size above which the daemon collects more
-// often than every 4x: where the kernel keeps 100,000 nodes referenced,
-// 4x their live heap is more than the memory draftfs means to take.
+// often than every 2x: where the kernel keeps 100,000 nodes referenced,
+// 2x their live heap is more than the memory draftfs means to take.
 const memoryLimit = 128 << 20
 
 // heavyHeadroom is how far heavyWork lifts the memory limit.
@@ -26,16 +26,13 @@ var gc struct {
 	heavy int
 }
 
-// tuneGC sets how often garbage is collected. A daemon's live heap is
-// small and every FUSE request allocates: collecting at 4x the live heap
-// instead of Go's 2x trades a little memory for fewer collections
-// (README, Benchmarks), up to memoryLimit, or half as much again as the
-// live heap where that is more (see followLiveHeap). GOGC and
-// GOMEMLIMIT, when set, still rule.
+// tuneGC sets how large the heap may grow: at Go's 2x the live heap
+// (GOGC=100), but no more than memoryLimit, or half as much again as the
+// live heap where that is more (see followLiveHeap). GOMEMLIMIT, when
+// set, still rules. A larger GOGC collects less often but has every
+// burst of writes take fresh pages, which cost more than the
+// collections they spare (README, Runtime settings).
 func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		gc.mu.Lock()
 		defer gc.mu.Unlock()
