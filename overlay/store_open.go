@@ -58,17 +58,18 @@ func (s *store) checkMissingDB() error {
 
 // openBolt opens a bbolt database of the draft's (draft.db, the
 // timeline's chunks.db) as the draft uses them: NoSync (see
-// "Persistence" in doc.go), and an error that says so when another
-// process holds it.
+// "Persistence" in doc.go), mapped boltMapSize from the start, and an
+// error that says so when another process holds it.
 func openBolt(p string, readOnly bool) (*bolt.DB, error) {
 	var db *bolt.DB
 	err := safe(func() (err error) {
 		db, err = bolt.Open(p, 0o600, &bolt.Options{
-			Timeout:        200 * time.Millisecond,
-			NoSync:         true,
-			NoFreelistSync: true,
-			FreelistType:   bolt.FreelistMapType,
-			ReadOnly:       readOnly,
+			Timeout:         200 * time.Millisecond,
+			NoSync:          true,
+			NoFreelistSync:  true,
+			FreelistType:    bolt.FreelistMapType,
+			ReadOnly:        readOnly,
+			InitialMmapSize: boltMapSize,
 		})
 		return err
 	})
@@ -80,6 +81,14 @@ func openBolt(p string, readOnly bool) (*bolt.DB, error) {
 	}
 	return db, nil
 }
+
+// boltMapSize is the address space a draft's database is mapped with
+// when opened. bbolt maps the file to twice its size and maps it again
+// each time it outgrows that, in the middle of a checkpoint, copying
+// every page the checkpoint has touched into the heap first (README,
+// Runtime settings). Address space only: what is not read takes no
+// memory, and the file grows as before.
+const boltMapSize = 256 << 20
 
 // openDB opens the database, creating it unless read only; read only and
 // missing, the store has no database (an empty draft).

@@ -200,6 +200,35 @@ func TestStoreCheckpointsWhenIdle(t *testing.T) {
 	reopen(t, dir, checkpointRecords+10).close()
 }
 
+// The database stays where it was mapped while checkpoints grow it to
+// megabytes: bbolt does not map it again (each time copying what the
+// checkpoint touched into the heap).
+func TestStoreMappedOnce(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	mapped := s.db.Info().Data
+	for first := uint64(1); first < 40_001; first += 10_000 {
+		writeInodes(t, s, first, first+10_000)
+		if err := s.checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < 4<<20 {
+		t.Fatalf("database of %d bytes after 40,000 inodes: too small to have needed a new mapping", fi.Size())
+	}
+	if got := s.db.Info().Data; got != mapped {
+		t.Errorf("database mapped again as it grew to %d bytes", fi.Size())
+	}
+}
+
 // logRecords is how many records s's log holds.
 func logRecords(s *store) int {
 	s.mu.Lock()
