@@ -109,17 +109,20 @@ type put[K comparable] struct {
 	v   []byte
 }
 
-// sizeHint is at least the length of t's record with commits encoded:
-// the buffer encode fills is grown once, not as it fills (a commit's
-// record of 10,000 files is megabytes, and growing it was a fifth of
-// what a commit allocates).
+// sizeHint is at least the length of t's record with commits encoded,
+// but for strings that need escaping: the buffer encode fills is grown
+// once, not as it fills (a commit's record of 10,000 files is
+// megabytes, and growing it was a fifth of what a commit allocates),
+// and not much past what the record takes (the buffer is cleared in
+// full, and a large record's buffer is its frame until the next
+// checkpoint). Fields the encoder leaves out count nothing.
 func (t *txn) sizeHint() int {
 	n := walHeader + 64
 	for k, e := range t.entries {
 		n += entrySize(k, e)
 	}
-	for _, v := range t.inodes {
-		n += inodeSize(v)
+	for k, v := range t.inodes {
+		n += inodeSize(k, v)
 	}
 	for _, l := range t.log {
 		n += 128 + len(l.Path) + len(l.From) + len(l.Source) + len(l.By)
@@ -136,30 +139,60 @@ func (t *txn) sizeHint() int {
 	return n
 }
 
+// Upper bounds of one field encoded, with its name and comma: numField
+// of a number, strField of a string (as it is when nothing in it is
+// escaped); nothing for a zero or empty one, which the encoder omits.
+func numField[T ~int | ~int64 | ~uint32 | ~uint64](v T) int {
+	switch {
+	case v == 0:
+		return 0
+	case v < 0:
+		return 9 + decimalDigits(uint64(-int64(v)))
+	}
+	return 8 + decimalDigits(uint64(v))
+}
+
+func strField(s string) int {
+	if s == "" {
+		return 0
+	}
+	return 8 + len(s)
+}
+
 // entrySize is at least the length of an entry's key and value encoded.
 func entrySize(k string, e *entry) int {
-	n := len(k) + 40
-	if e != nil {
-		n += 80 + len(e.Origin)
-		if e.Base != nil {
-			n += len(e.Base.Path) + len(e.Base.Hash) + 160
-		}
+	n := len(k) + 8
+	if e == nil {
+		return n + 4
+	}
+	n += 16 + numField(e.Ino) + numField(e.Ctime) + strField(e.Origin)
+	if e.Opaque {
+		n += 10
+	}
+	if b := e.Base; b != nil {
+		n += 40 + len(b.Path) + numField(uint64(b.Kind)) + numField(b.Mode) + strField(b.Hash) +
+			numField(b.Size) + numField(b.Mtime) + numField(b.Rdev) + numField(b.Version)
 	}
 	return n
 }
 
 // inodeSize is at least the length of an inode's key and value encoded.
-func inodeSize(v *inode) int {
-	n := 24
-	if v != nil {
-		n += 200 + len(v.Target) + xattrsSize(v.Xattr)
+func inodeSize(ino uint64, v *inode) int {
+	n := 4 + decimalDigits(ino)
+	if v == nil {
+		return n + 4
 	}
-	return n
+	return n + 40 + strField(v.Target) + numField(v.Mtime) + numField(v.Atime) + numField(v.Ctime) +
+		numField(v.Rdev) + numField(v.Uid) + numField(v.Gid) + xattrsSize(v.Xattr) + numField(v.Born) + numField(v.File)
 }
 
-// xattrsSize is at least the length of extended attributes encoded.
+// xattrsSize is at least the length of extended attributes encoded,
+// with their field's name; nothing for none, which the encoder omits.
 func xattrsSize(x map[string][]byte) int {
-	n := 0
+	if len(x) == 0 {
+		return 0
+	}
+	n := 8
 	for k, v := range x {
 		n += 8 + len(k) + (len(v)+2)/3*4
 	}
@@ -173,16 +206,34 @@ func commitSize(r *commitRecord) int {
 		n += len(p) + 3
 	}
 	for _, op := range r.Ops {
-		n += 320 + len(op.Path) + len(op.From) + len(op.Stage) + len(op.Blob) + len(op.Target) + len(op.Backup) + len(op.Hash) + xattrsSize(op.Xattr)
+		n += opSize(&op)
 	}
 	for k, e := range r.Entry {
 		n += entrySize(k, e)
 	}
-	for _, v := range r.Inode {
-		n += inodeSize(v)
+	for k, v := range r.Inode {
+		n += inodeSize(k, v)
 	}
 	for k, p := range r.Keep {
 		n += 64 + len(k) + len(p.Rest) + len(p.Hash)
+	}
+	return n
+}
+
+// opSize is at least the length of a commit's op encoded.
+func opSize(op *commitOp) int {
+	n := 16 + len(op.Kind) + strField(op.Path) + strField(op.From) + strField(op.Stage) + numField(op.Ino) +
+		strField(op.Blob) + numField(op.Mode) + strField(op.Target) + numField(op.Rdev) + strField(op.Backup) +
+		numField(op.OldMode) + strField(op.Hash)
+	if st := op.Stat; st != nil {
+		n += 16 + numField(st.Dev) + numField(st.Ino) + numField(st.Size) + numField(st.Mtime) + numField(st.Ctime)
+	}
+	n += xattrsSize(op.Xattr)
+	if op.Owner != nil {
+		n += 64
+	}
+	if op.Link {
+		n += 10
 	}
 	return n
 }

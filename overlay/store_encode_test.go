@@ -285,6 +285,39 @@ func TestRecordSizeHint(t *testing.T) {
 	}
 }
 
+// The size hint of a record as a commit of new files writes (sparse
+// entries, inodes with their times, ops with a few fields) is close to
+// its length, not the worst case of every field: encode clears the
+// whole buffer, and keeps a large one as the frame.
+func TestRecordSizeHintClose(t *testing.T) {
+	now := time.Now().UnixNano()
+	tx := &txn{nextIno: 30_000}
+	rec := &commitRecord{Time: time.Now().Format(time.RFC3339Nano), State: stateDone, Source: "cli", Stage: ".draftfs-commit-1",
+		Entry: map[string]*entry{}, Inode: map[uint64]*inode{}}
+	for i := range 2000 {
+		p := fmt.Sprintf("new%03d/n%03d.txt", i/100, i%100)
+		ino := 1<<63 + uint64(i)
+		e := &entry{Kind: kindFile, Ino: ino, Base: &base{NoLower: true}}
+		n := &inode{Mode: 0o644, Data: true, Mtime: now, Atime: now, Ctime: now, File: uint64(i)}
+		tx.putEntry(p, nil)
+		tx.putInode(ino, nil)
+		rec.Paths = append(rec.Paths, p)
+		rec.Entry[p], rec.Inode[ino] = e, n
+		rec.Ops = append(rec.Ops, commitOp{Kind: opWrite, Path: p, Ino: ino, Mode: 0o644, Hash: strings.Repeat("ab", 32),
+			Stat: &fileStamp{Dev: 2049, Ino: uint64(i) + 1e6, Size: 24, Mtime: now, Ctime: now}, Link: true})
+	}
+	tx.commits = map[uint64]*commitRecord{7: rec}
+	hint := tx.sizeHint()
+	var scratch []byte
+	frame, _, err := tx.encode(1<<20, &scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) > hint || float64(hint) > 1.3*float64(len(frame)) {
+		t.Errorf("record of %d bytes, size hint %d (%.2fx): want at least its length, within 1.3x", len(frame), hint, float64(hint)/float64(len(frame)))
+	}
+}
+
 // BenchmarkEncodeCommit encodes the record of a commit of 10,000 new
 // files (scripts/bench-scale's), as a commit writes it twice.
 func BenchmarkEncodeCommit(b *testing.B) {
