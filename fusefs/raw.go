@@ -165,11 +165,14 @@ func (r rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Di
 	return giving(r.s, func() fuse.Status { return r.FS.ReadDirPlus(cancel, in, out) })
 }
 
-// Release implements fuse.RawFileSystem.
+// Release implements fuse.RawFileSystem. A file leaves s.files only
+// once its close is counted: an open that no longer finds it there is
+// served as if it had never been open (passthrough's tests wait for
+// that).
 func (r rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	h, ok := r.s.files.LoadAndDelete(in.Fh)
-	r.RawFileSystem.Release(cancel, in)
-	if ok {
+	if h, ok := r.s.files.Load(in.Fh); ok {
 		h.(*openFile).released()
+		r.s.files.Delete(in.Fh) // the handle is go-fuse's until below: no other file has it
 	}
+	r.RawFileSystem.Release(cancel, in)
 }
