@@ -281,8 +281,14 @@ func (n *inode) times() (mtime, atime, ctime time.Time) {
 }
 
 // ctime is the ctime of an inode with Data whose data file has ctime
-// data: the inode's own changes (chmod, link...) leave the data file
-// alone.
+// data: the later of the two. The inode's own changes (chmod, chown,
+// link, rename, xattr) are recorded in n.Ctime and leave the data file
+// alone (moving its ctime took a system call that journals its inode,
+// two a file tar makes); writes, truncates and times move the data
+// file's. Both read the same clock; where the data directory's file
+// system stamps coarsely, a write within one tick of a chmod shows the
+// chmod's ctime, as two changes in one tick show one ctime on such a
+// disk.
 func (n *inode) ctime(data time.Time) time.Time {
 	if own := time.Unix(0, n.Ctime); n.Ctime != 0 && own.After(data) {
 		return own

@@ -261,10 +261,6 @@ func (d *Draft) touchLocked(key string, p peeked) {
 		return
 	}
 	n := d.inodes[p.ino]
-	if n.Data {
-		d.inodeChanged(p.ino, n, now) // the data file's ctime: no record
-		return
-	}
 	c := *n
 	c.Ctime = now
 	t := &txn{}
@@ -327,7 +323,7 @@ func (d *Draft) setattrLocked(key string, ino uint64, a Attrs, src Source) error
 	}
 	// Every change of an inode moves its ctime; a data file's own
 	// changes (size, times) move the data file's.
-	d.inodeChanged(ino, &n, time.Now().UnixNano())
+	n.Ctime = time.Now().UnixNano()
 	t := &txn{}
 	t.putInode(ino, &n)
 	t.addLog(LogEntry{Op: op, Path: key, Source: src})

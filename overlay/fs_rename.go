@@ -137,7 +137,7 @@ func (d *Draft) renameLocked(src, dst string, flags RenameFlags, source Source) 
 			e.Ctime = now // a copy of its own (see detach)
 		case e.Ino != 0:
 			if n := d.stagedInode(t, e.Ino); n != nil {
-				d.inodeChanged(e.Ino, n, now)
+				n.Ctime = now
 			}
 		}
 	}

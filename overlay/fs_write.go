@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 )
 
 // dataPerm is the mode of every data file.
@@ -302,7 +301,7 @@ func (d *Draft) finish(t *txn) error {
 			if c != d.links[ino] && ino != t.made {
 				// A name more or less: the inode changed.
 				if n := d.stagedInode(t, ino); n != nil {
-					d.inodeChanged(ino, n, now)
+					n.Ctime = now
 				}
 			}
 			continue
@@ -383,16 +382,4 @@ func (d *Draft) touchDirsLocked(t *txn, keys ...string) {
 			n.Mtime, n.Ctime = now, now
 		}
 	}
-}
-
-// inodeChanged moves the ctime of inode ino, n, to now. A data file's
-// own ctime is moved, by a chmod to the mode it has: the kernel's clock
-// then orders it with the ctimes writes give it (a later write may get
-// a coarser, earlier time than now).
-func (d *Draft) inodeChanged(ino uint64, n *inode, now int64) {
-	if n.Data {
-		unix.Fchmodat(d.data, n.dataName(ino), dataPerm, 0)
-		return
-	}
-	n.Ctime = now
 }

@@ -138,7 +138,7 @@ func (f *Fs) changeXattr(key, attr string, change func(map[string][]byte) error)
 		return pathErr("setxattr", key, Errno(err))
 	}
 	n.Xattr = m
-	d.inodeChanged(ino, &n, time.Now().UnixNano())
+	n.Ctime = time.Now().UnixNano()
 	t := &txn{}
 	t.putInode(ino, &n)
 	t.addLog(LogEntry{Op: "xattr", Path: key, Source: f.src})
