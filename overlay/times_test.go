@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/draftfs/draftfs/overlay"
 )
 
@@ -110,6 +112,63 @@ func TestCtime(t *testing.T) {
 	e.reopen()
 	stays("a restart", "d/f", func() {})
 	stays("a restart", "d/p2", func() {})
+}
+
+// TestCtimeInRecord: the ctime a chmod, a chown (to another owner or
+// the same) and a rename of a draft file move is the inode's, kept in
+// its record: the data file is not touched (each touch journals its
+// inode), the view's ctime moves past the write before it, a write
+// after it moves it again, and a restart keeps it.
+func TestCtimeInRecord(t *testing.T) {
+	e := newViewEnv(t, nil)
+	mustWrite(t, e.v, "f", "content")
+	uid, gid := os.Getuid(), os.Getgid()
+	mode := fs.FileMode(0o640)
+	for _, c := range []struct {
+		what string
+		op   func() error
+	}{
+		{"chmod", func() error { return e.v.Chmod("f", mode) }},
+		{"chown to the same owner", func() error { return e.v.Setattr("f", overlay.Attrs{Uid: &uid, Gid: &gid}) }},
+		{"chown", func() error { return e.v.Chown("f", uid, 12345) }},
+		{"rename", func() error { return e.v.Rename("f", "g") }},
+	} {
+		key := "f"
+		if c.what == "rename" {
+			key = "g"
+		}
+		var data unix.Stat_t
+		must(t, unix.Lstat(overlay.DataFile(e.v, "f"), &data))
+		before := ctimeOf(t, e.v, "f")
+		time.Sleep(20 * time.Millisecond) // past a tick of the kernel's clock
+		must(t, c.op())
+		var now unix.Stat_t
+		must(t, unix.Lstat(overlay.DataFile(e.v, key), &now))
+		if now.Ctim != data.Ctim {
+			t.Errorf("%s moved the data file's ctime", c.what)
+		}
+		after := ctimeOf(t, e.v, key)
+		if !after.After(before) {
+			t.Errorf("%s left the ctime at %v", c.what, after)
+		}
+		e.reopen()
+		if again := ctimeOf(t, e.v, key); !again.Equal(after) {
+			t.Errorf("after %s a restart moved the ctime from %v to %v", c.what, after, again)
+		}
+		if key == "g" {
+			must(t, e.v.Rename("g", "f"))
+		}
+	}
+	before := ctimeOf(t, e.v, "f")
+	time.Sleep(20 * time.Millisecond)
+	f, err := e.v.OpenFile("f", os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteAt([]byte("C"), 0)
+	must(t, err)
+	must(t, f.Close())
+	if after := ctimeOf(t, e.v, "f"); !after.After(before) {
+		t.Errorf("a write after a chmod left the ctime at %v", after)
+	}
 }
 
 // dirTimesMove fails the test unless op moves the mtime and ctime of
