@@ -46,9 +46,13 @@ type Draft struct {
 	inodes  map[uint64]*inode
 	// ctimes are the ctimes of lower objects a chmod or chown to what
 	// they had moved (see touchLocked), by key.
-	ctimes  map[string]int64
-	links   map[uint64]int // entries naming each inode
-	nextIno uint64
+	ctimes map[string]int64
+	// ctimeOnly are the draft inodes whose ctime alone moved since their
+	// last record (a chmod or chown to what they had: see touchLocked):
+	// the next record carries them, or flushCtimes.
+	ctimeOnly map[uint64]struct{}
+	links     map[uint64]int // entries naming each inode
+	nextIno   uint64
 	// writers counts the handles open for writing on each inode: a
 	// commit keeps their entries (see runLocked).
 	writers map[uint64]int
@@ -112,7 +116,7 @@ type Draft struct {
 }
 
 func openDraft(w *Workspace, name, dir string) (*Draft, error) {
-	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{}, ctimes: map[string]int64{},
+	d := &Draft{w: w, name: name, dir: dir, data: -1, writers: map[uint64]int{}, ctimes: map[string]int64{}, ctimeOnly: map[uint64]struct{}{},
 		handles: map[uint64]int{}, orphans: map[uint64]inode{}, born: map[uint64]int64{},
 		pins: map[uint64]int{}, gone: map[uint64]bool{}}
 	if !w.readOnly {
@@ -253,10 +257,31 @@ func (d *Draft) close() error {
 	if d.closed {
 		return nil
 	}
+	ferr := d.flushCtimesLocked()
 	d.closed = true
 	err := d.st.close()
 	d.closeData()
-	return err
+	return errors.Join(ferr, err)
+}
+
+// flushCtimes records the ctimes that moved in memory only (see
+// ctimeOnly), which the draft's quiet period and its close do: a crash
+// before then shows the ctime of the inode's last record.
+func (d *Draft) flushCtimes() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	return d.flushCtimesLocked()
+}
+
+// flushCtimesLocked is flushCtimes with d.mu held for writing.
+func (d *Draft) flushCtimesLocked() error {
+	if len(d.ctimeOnly) == 0 {
+		return nil
+	}
+	return d.apply(&txn{})
 }
 
 // logMark is a logged change's path and source.
@@ -437,9 +462,15 @@ func (d *Draft) apply(t *txn) error {
 	if d.closed {
 		return fmt.Errorf("overlay: draft %s is closed", d.name)
 	}
+	for ino := range d.ctimeOnly {
+		if _, ok := t.inodes[ino]; !ok && d.inodes[ino] != nil {
+			t.putInode(ino, d.inodes[ino])
+		}
+	}
 	if err := d.st.write(t); err != nil {
 		return fmt.Errorf("overlay: draft %s: record change: %w", d.name, err)
 	}
+	clear(d.ctimeOnly)
 	for k, e := range t.entries {
 		if d.touched != nil {
 			d.touched[k] = struct{}{}

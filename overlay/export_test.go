@@ -3,7 +3,11 @@
 package overlay
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -36,4 +40,40 @@ func IsSpare(d *Draft, name string) bool {
 	d.spare.mu.Lock()
 	defer d.spare.mu.Unlock()
 	return slices.Contains(d.spare.files, f)
+}
+
+// RecordedCtime is the ctime the store of v's draft records for key's
+// inode now, as a daemon killed now would find it: read from a copy of
+// the draft's database and write-ahead log in dir.
+func RecordedCtime(v *Fs, key, dir string) (time.Time, error) {
+	d := v.d
+	d.mu.RLock()
+	e := d.entries[key]
+	d.mu.RUnlock()
+	if e == nil || e.Ino == 0 {
+		return time.Time{}, fmt.Errorf("%s: no draft inode", key)
+	}
+	for _, name := range []string{"draft.db", "draft.wal"} {
+		b, err := os.ReadFile(filepath.Join(d.dir, name))
+		if err != nil {
+			return time.Time{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return time.Time{}, err
+		}
+	}
+	s, err := openStore(dir, false)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer s.close()
+	snap, err := s.load()
+	if err != nil {
+		return time.Time{}, err
+	}
+	n := snap.inodes[e.Ino]
+	if n == nil {
+		return time.Time{}, fmt.Errorf("%s: inode %d not recorded", key, e.Ino)
+	}
+	return time.Unix(0, n.Ctime), nil
 }

@@ -253,21 +253,21 @@ func sameAttrs(a Attrs, fi fs.FileInfo) bool {
 // touchLocked moves the ctime of the object at key, p, to now, for a
 // chmod or chown that changed nothing else. A lower object's is kept in
 // memory only (d.ctimes): the disk is not touched, and nothing needs
-// review. Must be called with d.mu held for writing.
+// review. A draft inode's goes into the next record the draft writes
+// (tar's chmod follows its chown at once) or, failing one, the record
+// the quiet period or the draft's close writes (see ctimeOnly): a
+// record of its own cost tar a log write a file. Must be called with
+// d.mu held for writing.
 func (d *Draft) touchLocked(key string, p peeked) {
 	now := time.Now().UnixNano()
 	if p.ino == 0 {
 		d.ctimes[key] = now
 		return
 	}
-	n := d.inodes[p.ino]
-	c := *n
+	c := *d.inodes[p.ino]
 	c.Ctime = now
-	t := &txn{}
-	t.putInode(p.ino, &c)
-	if err := d.finish(t); err != nil {
-		n.Ctime = now // not recorded: shown until the next restart
-	}
+	d.inodes[p.ino] = &c
+	d.ctimeOnly[p.ino] = struct{}{}
 }
 
 // setattrLocked applies a to a draft inode. Must be called with d.mu held

@@ -228,6 +228,9 @@ func (tl *timeline) note(src Source, by string) {
 }
 
 func (tl *timeline) quietEnded() {
+	// The ctimes kept in memory only, whatever the timeline does: a
+	// failure is the next record's to tell, which carries them.
+	tl.d.flushCtimes()
 	tl.mu.Lock()
 	if tl.closed || tl.holds > 0 || !tl.pending {
 		tl.mu.Unlock()

@@ -5,6 +5,7 @@ package overlay_test
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -268,5 +269,79 @@ func TestSetattrStat(t *testing.T) {
 			t.Errorf("%s after %+v: SetattrStat says %v %d %v %+v, Lstat %v %d %v %+v", c.name, c.a,
 				got.Mode(), got.Size(), got.ModTime(), *ga, want.Mode(), want.Size(), want.ModTime(), *wa)
 		}
+	}
+}
+
+// TestCtimeOnlyRecordedLater: a chmod or chown to what a draft file has
+// (tar's chown to its own user) moves its ctime without a log record of
+// its own; the draft's next record carries it, as do the quiet period's
+// flush and a close, so only a crash before either shows the ctime of
+// the file's last record.
+func TestCtimeOnlyRecordedLater(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	ws, err := overlay.Open(overlay.Options{Root: root, StateDir: state, Quiet: time.Hour})
+	must(t, err)
+	defer func() { ws.Close() }()
+	d, err := ws.Draft("")
+	must(t, err)
+	v := d.Fs(overlay.SourceMount)
+	mustWrite(t, v, "f", "content")
+	mustWrite(t, v, "g", "other")
+	wal := filepath.Join(filepath.Dir(filepath.Dir(overlay.DataFile(v, "f"))), "draft.wal")
+	uid, gid := os.Getuid(), os.Getgid()
+	// same chowns f to its owner, past a tick of the kernel's clock,
+	// and returns the ctime the view shows after.
+	same := func() time.Time {
+		t.Helper()
+		time.Sleep(20 * time.Millisecond)
+		must(t, v.Setattr("f", overlay.Attrs{Uid: &uid, Gid: &gid}))
+		return ctimeOf(t, v, "f")
+	}
+	// recorded is f's ctime as a daemon killed now would find it.
+	recorded := func() time.Time {
+		t.Helper()
+		c, err := overlay.RecordedCtime(v, "f", t.TempDir())
+		must(t, err)
+		return c
+	}
+	before := recorded()
+	walBefore, err := os.Stat(wal)
+	must(t, err)
+	moved := same()
+	if !moved.After(before) {
+		t.Fatalf("a chown to the same owner left the ctime at %v", moved)
+	}
+	if walNow, err := os.Stat(wal); err != nil || walNow.Size() != walBefore.Size() {
+		t.Fatalf("a chown to the same owner wrote %d bytes of log (%v)", walNow.Size()-walBefore.Size(), err)
+	}
+	if got := recorded(); !got.Equal(before) {
+		t.Fatalf("before any record the store has ctime %v, want %v", got, before)
+	}
+	must(t, v.Chmod("g", 0o600)) // another file's record carries f's ctime
+	if got := recorded(); !got.Equal(moved) {
+		t.Fatalf("after the next record the store has ctime %v, want %v", got, moved)
+	}
+	if got := ctimeOf(t, v, "f"); !got.Equal(moved) {
+		t.Fatalf("the next record moved f's ctime to %v", got)
+	}
+	// A close carries it.
+	moved = same()
+	must(t, ws.Close())
+	ws, err = overlay.Open(overlay.Options{Root: root, StateDir: state, Quiet: 50 * time.Millisecond})
+	must(t, err)
+	d, err = ws.Draft("")
+	must(t, err)
+	v = d.Fs(overlay.SourceMount)
+	if got := ctimeOf(t, v, "f"); !got.Equal(moved) {
+		t.Fatalf("after a restart the ctime is %v, want %v", got, moved)
+	}
+	// So does the quiet period.
+	moved = same()
+	deadline := time.Now().Add(10 * time.Second)
+	for !recorded().Equal(moved) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the quiet period did not record the ctime %v", moved)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
