@@ -265,8 +265,8 @@ func (d *Draft) close() error {
 }
 
 // flushCtimes records the ctimes that moved in memory only (see
-// ctimeOnly), which the draft's quiet period and its close do: a crash
-// before then shows the ctime of the inode's last record.
+// ctimeOnly), which the draft's quiet period, an fsync and its close
+// do: a crash before then shows the ctime of the inode's last record.
 func (d *Draft) flushCtimes() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

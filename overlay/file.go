@@ -120,6 +120,9 @@ func (f *dataFile) Sync() error {
 	if f.dirty.Swap(false) {
 		f.publish()
 	}
+	if err := f.d.flushCtimes(); err != nil {
+		return err
+	}
 	return f.d.st.sync()
 }
 

@@ -274,9 +274,9 @@ func TestSetattrStat(t *testing.T) {
 
 // TestCtimeOnlyRecordedLater: a chmod or chown to what a draft file has
 // (tar's chown to its own user) moves its ctime without a log record of
-// its own; the draft's next record carries it, as do the quiet period's
-// flush and a close, so only a crash before either shows the ctime of
-// the file's last record.
+// its own; the draft's next record carries it, as do an fsync, the
+// quiet period's flush and a close, so only a crash before any of them
+// shows the ctime of the file's last record.
 func TestCtimeOnlyRecordedLater(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	ws, err := overlay.Open(overlay.Options{Root: root, StateDir: state, Quiet: time.Hour})
@@ -323,6 +323,12 @@ func TestCtimeOnlyRecordedLater(t *testing.T) {
 	}
 	if got := ctimeOf(t, v, "f"); !got.Equal(moved) {
 		t.Fatalf("the next record moved f's ctime to %v", got)
+	}
+	// An fsync carries it.
+	moved = same()
+	must(t, v.Sync())
+	if got := recorded(); !got.Equal(moved) {
+		t.Fatalf("after an fsync the store has ctime %v, want %v", got, moved)
 	}
 	// A close carries it.
 	moved = same()
