@@ -276,6 +276,15 @@ func (d *Draft) flushCtimes() error {
 	return d.flushCtimesLocked()
 }
 
+// sync makes every acknowledged change of the draft durable on disk,
+// the ctimes kept in memory for now too (an fsync through the mount).
+func (d *Draft) sync() error {
+	if err := d.flushCtimes(); err != nil {
+		return err
+	}
+	return d.st.sync()
+}
+
 // flushCtimesLocked is flushCtimes with d.mu held for writing.
 func (d *Draft) flushCtimesLocked() error {
 	if len(d.ctimeOnly) == 0 {

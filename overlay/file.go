@@ -120,10 +120,7 @@ func (f *dataFile) Sync() error {
 	if f.dirty.Swap(false) {
 		f.publish()
 	}
-	if err := f.d.flushCtimes(); err != nil {
-		return err
-	}
-	return f.d.st.sync()
+	return f.d.sync()
 }
 
 func (f *dataFile) Close() error {

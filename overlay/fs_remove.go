@@ -255,9 +255,9 @@ func sameAttrs(a Attrs, fi fs.FileInfo) bool {
 // memory only (d.ctimes): the disk is not touched, and nothing needs
 // review. A draft inode's goes into the next record the draft writes
 // (tar's chmod follows its chown at once) or, failing one, the record
-// the quiet period or the draft's close writes (see ctimeOnly): a
-// record of its own cost tar a log write a file. Must be called with
-// d.mu held for writing.
+// an fsync, the quiet period or the draft's close writes (see
+// ctimeOnly): a record of its own cost tar a log write a file. Must be
+// called with d.mu held for writing.
 func (d *Draft) touchLocked(key string, p peeked) {
 	now := time.Now().UnixNano()
 	if p.ino == 0 {

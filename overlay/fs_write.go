@@ -333,14 +333,8 @@ func (d *Draft) finish(t *txn) error {
 	return nil
 }
 
-// Sync makes every acknowledged change of the draft durable on disk,
-// the ctimes kept in memory for now too (see Draft.ctimeOnly).
-func (f *Fs) Sync() error {
-	if err := f.d.flushCtimes(); err != nil {
-		return err
-	}
-	return f.d.st.sync()
-}
+// Sync makes every acknowledged change of the draft durable on disk.
+func (f *Fs) Sync() error { return f.d.sync() }
 
 // stagedInode returns inode ino as t leaves it, copied into t to be
 // changed there; nil when t removes it or no inode has the number. Must
