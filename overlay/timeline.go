@@ -97,7 +97,9 @@ type Checkpoint struct {
 	// Dropped is recorded: checkpoints written before it was lack it.
 	Dropped []string `json:"dropped,omitempty"`
 	Drops   bool     `json:"drops,omitempty"`
-	// Hash is the state's hash.
+	// Hash is the state's hash: of its chunks' hashes (see stateHash).
+	// Checkpoints written before states were cut at records hold the
+	// hash of the state's encoding, which no new state's hash equals.
 	Hash string `json:"hash"`
 }
 
@@ -109,7 +111,21 @@ type cpState struct {
 	// Blobs are the kept base contents the entries name, by hash.
 	Blobs   map[string][]string `json:"blobs,omitempty"`
 	NextIno uint64              `json:"nextIno"`
+	// base is the state a capture read this one over, touched and
+	// touchedInos the keys and inodes the draft touched in between
+	// (Draft.touched): what can differ from base. nil for a state read
+	// whole or from a checkpoint.
+	base        *cpState
+	touched     map[string]struct{}
+	touchedInos map[uint64]struct{}
 }
+
+// forgetBase drops what st knows of the state it was read over.
+func (st *cpState) forgetBase() { st.base, st.touched, st.touchedInos = nil, nil, nil }
+
+// after reports whether st was read over prev: only the keys and inodes
+// st touched can differ between them.
+func (st *cpState) after(prev *cpState) bool { return prev != nil && st.base == prev }
 
 // cpData is the content of a data file at a checkpoint.
 type cpData struct {
@@ -316,7 +332,9 @@ func (tl *timeline) checkpointLocked(a Author, label string, rewound uint64) (*C
 		return err
 	})
 	if err != nil {
-		clear(tl.known) // it may name chunks the batch did not keep
+		// They may name chunks the batch did not keep.
+		clear(tl.known)
+		tl.enc.forget()
 		return nil, err
 	}
 	if cp == nil {
@@ -348,7 +366,8 @@ func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint,
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := tl.enc.encode(st)
+	defer st.forgetBase() // states would otherwise keep every one before
+	b, hashes, err := tl.enc.encode(st, tl.chunks.putChunk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,7 +376,7 @@ func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint,
 			return nil, nil, fmt.Errorf("overlay: timeline: a state encodes other than json.Marshal does (%v)", err)
 		}
 	}
-	hash := hashBytes(b)
+	hash := stateHash(hashes)
 	prev, err := tl.lastState()
 	if err != nil {
 		return nil, nil, err
@@ -365,12 +384,14 @@ func (tl *timeline) record(a Author, label string, rewound uint64) (*Checkpoint,
 	if hash == tl.lastHash && rewound == 0 || tl.lastID == 0 && len(st.Entries) == 0 {
 		return nil, nil, nil // nothing changed since the last checkpoint, or ever
 	}
-	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, LogEnd: logEnd, Hash: hash}
-	if cp.State, err = tl.chunks.put(b); err != nil {
-		return nil, nil, err
-	}
+	cp := &Checkpoint{ID: tl.lastID + 1, Time: time.Now().UTC(), Author: a, Label: label, Rewound: rewound, LogEnd: logEnd, Hash: hash, State: hashes}
 	cp.Dropped, cp.Drops = dropped(prev, tl.lastChunks, st), true
 	cp.Files, cp.Added, cp.Deleted = tl.changed(prev, st)
+	if verifyCaptures && st.after(prev) {
+		if err := verifyTouched(prev, tl.lastChunks, st, cp); err != nil {
+			return nil, nil, err
+		}
+	}
 	return cp, st, nil
 }
 
@@ -475,6 +496,24 @@ func (tl *timeline) expireByStates(gone []uint64, kept []*Checkpoint) {
 	tl.chunks.keepOnly(used)
 }
 
+// verifyTouched checks that what cp lists as changed and dropped
+// between prev (whose own chunks were prevChunks) and st, read from the keys and inodes st touched, is what
+// comparing the whole states finds.
+func verifyTouched(prev *cpState, prevChunks []string, st *cpState, cp *Checkpoint) error {
+	files := changedKeys(prev, st)
+	slices.Sort(files)
+	st.base = nil // dropped then compares every record
+	all := dropped(prev, prevChunks, st)
+	st.base = prev
+	slices.Sort(all)
+	got := slices.Clone(cp.Dropped)
+	slices.Sort(got)
+	if !slices.Equal(files, cp.Files) || !slices.Equal(slices.Compact(all), slices.Compact(got)) {
+		return fmt.Errorf("%w: checkpoint %d lists changes %q and drops %d chunks, the states differ in %q and %d", errCaptureMissed, cp.ID, cp.Files, len(got), files, len(all))
+	}
+	return nil
+}
+
 // forEachChunk calls fn with each chunk of st's data files and kept
 // bases (not those of st itself: Checkpoint.State).
 func forEachChunk(st *cpState, fn func(h string)) {
@@ -502,9 +541,17 @@ func dropped(prev *cpState, prevChunks []string, st *cpState) []string {
 	if prev == nil {
 		return out
 	}
-	for ino, cd := range prev.Data {
-		if st.Data[ino] != cd {
-			out = append(out, cd.Chunks...)
+	if st.after(prev) {
+		for ino := range st.touchedInos {
+			if cd := prev.Data[ino]; cd != nil && st.Data[ino] != cd {
+				out = append(out, cd.Chunks...)
+			}
+		}
+	} else {
+		for ino, cd := range prev.Data {
+			if st.Data[ino] != cd {
+				out = append(out, cd.Chunks...)
+			}
 		}
 	}
 	for h, cs := range prev.Blobs {

@@ -40,10 +40,20 @@ func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
 	if err := tl.captureData(st, prev, inos); err != nil {
 		return nil, 0, err
 	}
-	for ino := range tl.known {
+	// Gone from the draft: not looked at again. A file goes with its
+	// inode touched.
+	gone := func(ino uint64) {
 		if st.Data[ino] == nil {
-			delete(tl.known, ino) // gone from the draft: not looked at again
+			delete(tl.known, ino)
 		}
+	}
+	if inos == nil {
+		for ino := range tl.known {
+			gone(ino)
+		}
+	}
+	for ino := range inos {
+		gone(ino)
 	}
 	tl.prev = st
 	return st, logEnd, nil
@@ -83,10 +93,10 @@ func (tl *timeline) captureMeta(prev *cpState) (*cpState, uint64, map[uint64]str
 	entries, inodes := d.entries, d.inodes
 	var gone []string
 	var goneInos []uint64
-	touchedInos := d.touchedInos
+	touched, touchedInos := d.touched, d.touchedInos
 	if prev != nil {
 		entries, inodes = map[string]*entry{}, map[uint64]*inode{}
-		for k := range d.touched {
+		for k := range touched {
 			if e, ok := d.entries[k]; ok {
 				entries[k] = e
 			} else {
@@ -137,6 +147,7 @@ func (tl *timeline) captureMeta(prev *cpState) (*cpState, uint64, map[uint64]str
 	if prev == nil {
 		return st, logEnd, nil, nil
 	}
+	st.base, st.touched, st.touchedInos = prev, touched, touchedInos
 	changedEntries, changedInodes := st.Entries, st.Inodes
 	st.Entries, st.Inodes = maps.Clone(prev.Entries), maps.Clone(prev.Inodes)
 	if st.Entries == nil {
@@ -166,17 +177,31 @@ func (tl *timeline) captureMeta(prev *cpState) (*cpState, uint64, map[uint64]str
 // unless inos is nil.
 func (tl *timeline) captureData(st, prev *cpState, inos map[uint64]struct{}) error {
 	d := tl.d
-	for ino, n := range st.Inodes {
-		if !n.Data {
-			continue
+	read := st.Inodes
+	if inos != nil {
+		// The data records of the inodes not touched are prev's: a data
+		// file changes only with its inode touched (see Draft.touched),
+		// and one that went between a capture's metadata and its read
+		// went with its inode touched.
+		st.Data = maps.Clone(prev.Data)
+		if st.Data == nil {
+			st.Data = map[uint64]*cpData{}
 		}
-		if _, touched := inos[ino]; inos != nil && !touched && prev.Data[ino] != nil {
-			st.Data[ino] = prev.Data[ino]
-			if verifyCaptures {
-				if err := tl.verifyData(ino, n.dataName(ino), prev.Data[ino]); err != nil {
-					return err
-				}
+		read = map[uint64]*inode{}
+		for ino := range inos {
+			delete(st.Data, ino)
+			if n := st.Inodes[ino]; n != nil {
+				read[ino] = n
 			}
+		}
+		if verifyCaptures {
+			if err := tl.verifyUntouched(st, inos); err != nil {
+				return err
+			}
+		}
+	}
+	for ino, n := range read {
+		if !n.Data {
 			continue
 		}
 		cd, b, err := tl.content(ino, n.dataName(ino))
@@ -208,6 +233,25 @@ func (tl *timeline) captureData(st, prev *cpState, inos map[uint64]struct{}) err
 			return fmt.Errorf("overlay: checkpoint: base %s: %w", e.Base.Hash, err)
 		}
 		if st.Blobs[e.Base.Hash], err = tl.chunks.put(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyUntouched checks that each file of st that the draft did not
+// touch since the last capture (inos are those it did) has the data
+// record that capture read, as its data file has it.
+func (tl *timeline) verifyUntouched(st *cpState, inos map[uint64]struct{}) error {
+	for ino, n := range st.Inodes {
+		if _, touched := inos[ino]; touched || !n.Data {
+			continue
+		}
+		cd := st.Data[ino]
+		if cd == nil {
+			return fmt.Errorf("%w: no data record for inode %d", errCaptureMissed, ino)
+		}
+		if err := tl.verifyData(ino, n.dataName(ino), cd); err != nil {
 			return err
 		}
 	}

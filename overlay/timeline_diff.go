@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"sort"
 	"strings"
 
@@ -18,16 +19,10 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 	if a == nil {
 		a = &cpState{}
 	}
-	files = []string{}
-	for k, ea := range a.Entries {
-		if !a.same(b, ea, b.Entries[k]) {
-			files = append(files, k)
-		}
-	}
-	for k := range b.Entries {
-		if _, ok := a.Entries[k]; !ok {
-			files = append(files, k)
-		}
+	if b.after(a) {
+		files = touchedChangedKeys(a, b)
+	} else {
+		files = changedKeys(a, b)
 	}
 	sort.Strings(files)
 	for _, k := range files {
@@ -52,6 +47,49 @@ func (tl *timeline) changed(a, b *cpState) (files []string, added, deleted int) 
 		}
 	}
 	return files, added, deleted
+}
+
+// changedKeys is the keys whose entry or content differs between a and
+// b.
+func changedKeys(a, b *cpState) []string {
+	files := []string{}
+	for k, ea := range a.Entries {
+		if !a.same(b, ea, b.Entries[k]) {
+			files = append(files, k)
+		}
+	}
+	for k := range b.Entries {
+		if _, ok := a.Entries[k]; !ok {
+			files = append(files, k)
+		}
+	}
+	return files
+}
+
+// touchedChangedKeys is changedKeys for b read over a (see
+// cpState.after): among the keys b touched and those whose inode it
+// touched.
+func touchedChangedKeys(a, b *cpState) []string {
+	keys := maps.Clone(b.touched)
+	if keys == nil {
+		keys = map[string]struct{}{}
+	}
+	if len(b.touchedInos) > 0 {
+		for k, e := range b.Entries {
+			if _, ok := b.touchedInos[e.Ino]; ok {
+				keys[k] = struct{}{}
+			}
+		}
+	}
+	files := []string{}
+	for k := range keys {
+		ea, inA := a.Entries[k]
+		eb, inB := b.Entries[k]
+		if inA && !a.same(b, ea, eb) || !inA && inB {
+			files = append(files, k)
+		}
+	}
+	return files
 }
 
 // same reports whether entry ea at state a and entry eb at state b are
