@@ -497,14 +497,14 @@ func (tl *timeline) expireByStates(gone []uint64, kept []*Checkpoint) {
 }
 
 // verifyTouched checks that what cp lists as changed and dropped
-// between prev (whose own chunks were prevChunks) and st, read from the keys and inodes st touched, is what
-// comparing the whole states finds.
+// between prev (whose own chunks were prevChunks) and st, read from the
+// keys and inodes st touched, is what comparing the whole states finds.
 func verifyTouched(prev *cpState, prevChunks []string, st *cpState, cp *Checkpoint) error {
 	files := changedKeys(prev, st)
 	slices.Sort(files)
-	st.base = nil // dropped then compares every record
-	all := dropped(prev, prevChunks, st)
-	st.base = prev
+	whole := *st
+	whole.forgetBase() // dropped then compares every record
+	all := dropped(prev, prevChunks, &whole)
 	slices.Sort(all)
 	got := slices.Clone(cp.Dropped)
 	slices.Sort(got)

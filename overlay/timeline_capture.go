@@ -51,9 +51,10 @@ func (tl *timeline) capture() (_ *cpState, logEnd uint64, _ error) {
 		for ino := range tl.known {
 			gone(ino)
 		}
-	}
-	for ino := range inos {
-		gone(ino)
+	} else {
+		for ino := range inos {
+			gone(ino)
+		}
 	}
 	tl.prev = st
 	return st, logEnd, nil

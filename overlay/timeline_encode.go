@@ -3,8 +3,6 @@
 package overlay
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"hash/fnv"
@@ -125,10 +123,8 @@ func (c *cutter) cut(known string) (string, error) {
 		if h, err = c.put(b); err != nil {
 			return "", err
 		}
-	} else if verifyCaptures {
-		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != h {
-			return "", errStaleGroup
-		}
+	} else if verifyCaptures && hashBytes(b) != h {
+		return "", errStaleGroup
 	}
 	c.start = len(c.out)
 	c.hashes = append(c.hashes, h)
